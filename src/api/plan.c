@@ -1,0 +1,314 @@
+/* Plans: schedule -> generate -> compile at creation; validate -> launch on
+   the caller's stream. A plan keeps one kernel variant per tensor alignment,
+   so misaligned tensors fall back to narrower accesses instead of faulting. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "api/context.h"
+#include "api/plan_internal.h"
+#include "codegen/codegen.h"
+#include "ir/ir.h"
+#include "sched/heuristics.h"
+#include "util/alloc.h"
+#include "util/strbuf.h"
+
+#define TN_ALIGN_CLASSES 5 /* tensors aligned to 1, 2, 4, 8, 16 bytes */
+
+typedef struct tn_variant {
+    tn_plan_desc desc;
+    char *source;
+    tn_kernel *kernel;
+    atomic_int ready; /* set once desc, source and kernel are final */
+} tn_variant;
+
+struct tn_plan {
+    tn_context *ctx;
+    tn_fusion *fusion; /* the plan's own copy */
+    tn_analysis an;
+    int64_t rows, cols;
+    int kind; /* a forced tn_plan_kind, or -1 */
+    tn_variant *primary;
+    tn_variant variants[TN_ALIGN_CLASSES];
+    pthread_mutex_t lock; /* serializes building fallback variants */
+};
+
+static int align_class(int align) {
+    int c = 0;
+    while (c + 1 < TN_ALIGN_CLASSES && (1 << (c + 1)) <= align) c++;
+    return c;
+}
+
+static tn_status build_variant(tn_plan *plan, tn_variant *var, const tn_plan_desc *desc) {
+    tn_context *ctx = plan->ctx;
+    tn_strbuf sb;
+    tn_strbuf_init(&sb, &ctx->alloc);
+    tn_codegen(plan->fusion, &plan->an, desc, &sb);
+    char *source = tn_strbuf_take(&sb);
+    if (!source) return tn_set_error(ctx, TN_STATUS_OUT_OF_MEMORY, "codegen: out of memory");
+    tn_kernel *k = NULL;
+    int compiled = 0;
+    tn_status st = tn_cache_get(ctx, source, &k, &compiled);
+    if (st != TN_STATUS_OK) {
+        tn_free(&ctx->alloc, source);
+        return st;
+    }
+    var->desc = *desc;
+    var->source = source;
+    var->kernel = k;
+    atomic_store(&var->ready, 1);
+    return TN_STATUS_OK;
+}
+
+static tn_status schedule(tn_plan *plan, int align, tn_plan_desc *desc) {
+    char err[320];
+    tn_schedule_request req = {&plan->an, plan->rows, plan->cols, align, plan->kind, &plan->ctx->props};
+    if (tn_schedule(&req, desc, err, sizeof err)) return TN_STATUS_OK;
+    return tn_set_error(plan->ctx, TN_STATUS_UNSUPPORTED, "fusion '%s' at [%lld, %lld]: %s", plan->fusion->name,
+                        (long long)plan->rows, (long long)plan->cols, err);
+}
+
+static tn_status replay(tn_plan *plan, const char *json, int align, tn_plan_desc *desc) {
+    char err[320];
+    if (!tn_plan_desc_parse(json, desc, err, sizeof err))
+        return tn_set_error(plan->ctx, TN_STATUS_INVALID_ARGUMENT, "%s", err);
+    if (desc->rows != plan->rows || desc->cols != plan->cols)
+        return tn_set_error(plan->ctx, TN_STATUS_INVALID_ARGUMENT,
+                            "plan JSON is for [%lld, %lld], the plan is for [%lld, %lld]", (long long)desc->rows,
+                            (long long)desc->cols, (long long)plan->rows, (long long)plan->cols);
+    if (!tn_plan_desc_check(desc, &plan->an, &plan->ctx->props, align, err, sizeof err))
+        return tn_set_error(plan->ctx, TN_STATUS_INVALID_ARGUMENT, "%s", err);
+    plan->kind = (int)desc->kind; /* fallbacks keep the replayed kind */
+    return TN_STATUS_OK;
+}
+
+void tn_plan_destroy(tn_plan *plan) {
+    if (!plan) return;
+    tn_context *ctx = plan->ctx;
+    for (int i = 0; i < TN_ALIGN_CLASSES; i++) tn_free(&ctx->alloc, plan->variants[i].source);
+    tn_fusion_destroy(plan->fusion);
+    pthread_mutex_destroy(&plan->lock);
+    tn_free(&ctx->alloc, plan);
+}
+
+tn_status tn_plan_create(tn_context *ctx, const tn_fusion *f, int64_t rows, int64_t cols,
+                         const tn_plan_options *options, tn_plan **out) {
+    if (!ctx) return TN_STATUS_INVALID_ARGUMENT;
+    if (!f || !out) return tn_set_error(ctx, TN_STATUS_INVALID_ARGUMENT, "tn_plan_create: null fusion or output");
+    *out = NULL;
+    if (rows < 1 || cols < 1)
+        return tn_set_error(ctx, TN_STATUS_INVALID_ARGUMENT, "tn_plan_create: rows (M = %lld) and cols (N = %lld) "
+                            "must be at least 1", (long long)rows, (long long)cols);
+    if (cols > 0x7fffffff)
+        return tn_set_error(ctx, TN_STATUS_UNSUPPORTED, "tn_plan_create: cols (N = %lld) above 2^31 - 1", (long long)cols);
+    tn_plan_options opts = {16, NULL, NULL};
+    if (options) opts = *options;
+    if (opts.align_bytes == 0) opts.align_bytes = 16;
+    if (opts.align_bytes < 0 || (opts.align_bytes & (opts.align_bytes - 1)))
+        return tn_set_error(ctx, TN_STATUS_INVALID_ARGUMENT, "tn_plan_create: align_bytes %d is not a power of two",
+                            opts.align_bytes);
+    if (opts.align_bytes > 16) opts.align_bytes = 16;
+    int kind = -1;
+    if (opts.kind && (kind = tn_plan_kind_from_name(opts.kind)) < 0)
+        return tn_set_error(ctx, TN_STATUS_INVALID_ARGUMENT, "tn_plan_create: unknown plan kind '%s' "
+                            "(register, looped)", opts.kind);
+    tn_status st = tn_fusion_verify(f);
+    if (st != TN_STATUS_OK) return st;
+
+    tn_plan *plan = tn_calloc(&ctx->alloc, 1, sizeof *plan);
+    if (!plan) return tn_set_error(ctx, TN_STATUS_OUT_OF_MEMORY, "plan: out of memory");
+    plan->ctx = ctx;
+    plan->rows = rows;
+    plan->cols = cols;
+    plan->kind = kind;
+    pthread_mutex_init(&plan->lock, NULL);
+    st = tn_fusion_clone(f, &plan->fusion);
+    if (st != TN_STATUS_OK) goto done;
+    tn_analyze(plan->fusion, &plan->an);
+    tn_plan_desc desc;
+    st = opts.plan_json ? replay(plan, opts.plan_json, opts.align_bytes, &desc)
+                        : schedule(plan, opts.align_bytes, &desc);
+    if (st != TN_STATUS_OK) goto done;
+    plan->primary = &plan->variants[align_class(desc.align_bytes)];
+    st = build_variant(plan, plan->primary, &desc);
+done:
+    if (st != TN_STATUS_OK) {
+        tn_plan_destroy(plan);
+        return st;
+    }
+    *out = plan;
+    return TN_STATUS_OK;
+}
+
+tn_status tn_plan_describe(const tn_plan *plan, tn_describe_what what, char *buf, size_t cap, size_t *needed) {
+    if (!plan) return TN_STATUS_INVALID_ARGUMENT;
+    tn_context *ctx = plan->ctx;
+    const tn_variant *v = plan->primary;
+    tn_strbuf sb;
+    tn_strbuf_init(&sb, &ctx->alloc);
+    switch (what) {
+    case TN_DESCRIBE_TEXT:
+        tn_plan_desc_text(&v->desc, &sb);
+        tn_strbuf_printf(&sb, "  bytes at the floor: %lld\n",
+                         (long long)tn_analysis_bytes(&plan->an, plan->rows, plan->cols));
+        break;
+    case TN_DESCRIBE_JSON: tn_plan_desc_json(&v->desc, &sb); break;
+    case TN_DESCRIBE_SOURCE: tn_strbuf_append(&sb, v->source); break;
+    case TN_DESCRIBE_RESOURCES: {
+        const tn_resources *r = &v->kernel->res;
+        tn_strbuf_printf(&sb, "resources (%s, NVRTC %s): %d registers, %d bytes spill stores, %d bytes spill "
+                         "loads, %d bytes stack, %d bytes static shared memory, %d threads per CTA, %lld CTAs; "
+                         "compiled in %.1f ms\n", ctx->arch, tn_nvrtc_version(), r->registers,
+                         r->spill_store_bytes, r->spill_load_bytes, r->stack_bytes, r->static_smem_bytes,
+                         v->desc.block_threads, (long long)v->desc.grid, r->compile_ms);
+        break;
+    }
+    default: tn_strbuf_free(&sb); return tn_set_error(ctx, TN_STATUS_INVALID_ARGUMENT, "describe: unknown what %d", (int)what);
+    }
+    char *text = tn_strbuf_take(&sb);
+    if (!text) return tn_set_error(ctx, TN_STATUS_OUT_OF_MEMORY, "describe: out of memory");
+    tn_status st = tn_copy_out(text, buf, cap, needed);
+    tn_free(&ctx->alloc, text);
+    return st;
+}
+
+tn_status tn_plan_resources(const tn_plan *plan, tn_resources *out) {
+    if (!plan || !out) return TN_STATUS_INVALID_ARGUMENT;
+    *out = plan->primary->kernel->res;
+    out->block_threads = plan->primary->desc.block_threads;
+    out->grid_blocks = plan->primary->desc.grid;
+    return TN_STATUS_OK;
+}
+
+tn_status tn_plan_bytes(const tn_plan *plan, int64_t *out) {
+    if (!plan || !out) return TN_STATUS_INVALID_ARGUMENT;
+    *out = tn_analysis_bytes(&plan->an, plan->rows, plan->cols);
+    return TN_STATUS_OK;
+}
+
+/* ---- launch ------------------------------------------------------------------ */
+
+/* Lowest set bit of the address and row stride, capped at 16. */
+static int tensor_align(const tn_tensor *t, int64_t stride_bytes) {
+    uintptr_t bits = (uintptr_t)t->data | (uintptr_t)stride_bytes | 16u;
+    return (int)(bits & (~bits + 1));
+}
+
+static tn_status check_tensor(tn_plan *plan, const char *role, int i, const tn_tensor *t, tn_dtype dtype,
+                              tn_shape_class shape, int64_t *stride, int *align) {
+    tn_context *ctx = plan->ctx;
+    const char *name = NULL;
+    tn_io_info info;
+    if (tn_fusion_io_info(plan->fusion, role[0] == 'i' ? TN_IO_INPUT : TN_IO_OUTPUT, i, &info) == TN_STATUS_OK)
+        name = info.name;
+    if (!t->data)
+        return tn_set_error(ctx, TN_STATUS_INVALID_ARGUMENT, "launch: %s %d ('%s') has a null data pointer", role, i, name);
+    if (t->dtype != dtype)
+        return tn_set_error(ctx, TN_STATUS_INVALID_ARGUMENT, "launch: %s %d ('%s') is %s, the fusion's is %s", role, i,
+                            name, tn_dtype_name(t->dtype), tn_dtype_name(dtype));
+    int64_t size = (int64_t)tn_dtype_size(dtype);
+    *stride = 0;
+    if (shape == TN_SHAPE_ROW) {
+        *stride = t->row_stride ? t->row_stride : plan->cols;
+        if (*stride < plan->cols)
+            return tn_set_error(ctx, TN_STATUS_INVALID_ARGUMENT, "launch: %s %d ('%s'): row stride %lld is less than "
+                                "N = %lld", role, i, name, (long long)*stride, (long long)plan->cols);
+    }
+    int a = tensor_align(t, *stride * size);
+    if (a < size)
+        return tn_set_error(ctx, TN_STATUS_INVALID_ARGUMENT, "launch: %s %d ('%s') at %p is not aligned to its "
+                            "%lld-byte elements", role, i, name, t->data, (long long)size);
+    if (a < *align) *align = a;
+    return TN_STATUS_OK;
+}
+
+/* The variant for tensors aligned to align bytes, built on first need. */
+static tn_status variant_for(tn_plan *plan, int align, void *stream, tn_variant **out) {
+    if (align >= plan->primary->desc.align_bytes) {
+        *out = plan->primary;
+        return TN_STATUS_OK;
+    }
+    tn_variant *v = &plan->variants[align_class(align)];
+    if (atomic_load(&v->ready)) {
+        *out = v;
+        return TN_STATUS_OK;
+    }
+    CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
+    plan->ctx->cu->StreamIsCapturing((CUstream)stream, &cap);
+    if (cap != CU_STREAM_CAPTURE_STATUS_NONE)
+        return tn_set_error(plan->ctx, TN_STATUS_INVALID_ARGUMENT,
+                            "launch: tensors aligned to %d bytes need a kernel variant that is not built yet, and "
+                            "the stream is capturing a graph; launch once outside capture, or create the plan "
+                            "with align_bytes = %d", align, align);
+    pthread_mutex_lock(&plan->lock);
+    tn_status st = TN_STATUS_OK;
+    if (!atomic_load(&v->ready)) {
+        tn_plan_desc desc;
+        st = schedule(plan, align, &desc);
+        if (st == TN_STATUS_OK) st = build_variant(plan, v, &desc);
+    }
+    pthread_mutex_unlock(&plan->lock);
+    if (st == TN_STATUS_OK) *out = v;
+    return st;
+}
+
+tn_status tn_plan_prepare(tn_plan *plan, const tn_launch_args *args, tn_prepared *out) {
+    if (!plan) return TN_STATUS_INVALID_ARGUMENT;
+    tn_context *ctx = plan->ctx;
+    const tn_fusion *f = plan->fusion;
+    if (!args || !out) return tn_set_error(ctx, TN_STATUS_INVALID_ARGUMENT, "launch: null arguments");
+    if (!ctx->has_gpu) return tn_set_error(ctx, TN_STATUS_NO_DEVICE, "launch: no GPU: %s", ctx->no_gpu_reason);
+    if (args->num_inputs != f->num_inputs || args->num_outputs != f->num_outputs || args->num_params != f->num_params)
+        return tn_set_error(ctx, TN_STATUS_INVALID_ARGUMENT, "launch: fusion '%s' takes %d inputs, %d outputs and %d "
+                            "params; got %d, %d and %d", f->name, f->num_inputs, f->num_outputs, f->num_params,
+                            args->num_inputs, args->num_outputs, args->num_params);
+    if ((f->num_inputs && !args->inputs) || !args->outputs || (f->num_params && !args->params))
+        return tn_set_error(ctx, TN_STATUS_INVALID_ARGUMENT, "launch: null inputs, outputs or params array");
+    tn_kernel_arg *vals = out->vals;
+    int n = 0, align = 16;
+    for (int i = 0; i < f->num_inputs; i++) {
+        const tn_node *node = &f->nodes[tn_fusion_input_node(f, i)];
+        int64_t stride;
+        tn_status st = check_tensor(plan, "input", i, &args->inputs[i], node->dtype, node->shape, &stride, &align);
+        if (st != TN_STATUS_OK) return st;
+        vals[n++].ptr = args->inputs[i].data;
+        if (node->shape == TN_SHAPE_ROW) vals[n++].i64 = stride;
+    }
+    for (int o = 0; o < f->num_outputs; o++) {
+        tn_shape_class shape = f->nodes[f->outputs[o].value.index].shape;
+        int64_t stride;
+        tn_status st = check_tensor(plan, "output", o, &args->outputs[o], f->outputs[o].dtype, shape, &stride, &align);
+        if (st != TN_STATUS_OK) return st;
+        vals[n++].ptr = args->outputs[o].data;
+        if (shape == TN_SHAPE_ROW) vals[n++].i64 = stride;
+    }
+    for (int k = 0; k < f->num_params; k++) vals[n++].f32 = args->params[k];
+    vals[n++].i64 = plan->rows;
+    for (int i = 0; i < n; i++) out->ptrs[i] = &vals[i];
+
+    tn_status st = tn_context_bind(ctx);
+    tn_variant *v = NULL;
+    if (st == TN_STATUS_OK) st = variant_for(plan, align, args->stream, &v);
+    if (st != TN_STATUS_OK) return st;
+    out->fn = v->kernel->fn;
+    out->grid = (unsigned)v->desc.grid;
+    out->block = (unsigned)v->desc.block_threads;
+    out->stream = (CUstream)args->stream;
+    return TN_STATUS_OK;
+}
+
+tn_status tn_plan_launch(tn_plan *plan, const tn_launch_args *args) {
+    tn_prepared p;
+    tn_status st = tn_plan_prepare(plan, args, &p);
+    if (st != TN_STATUS_OK) return st;
+    CUresult r = plan->ctx->cu->LaunchKernel(p.fn, p.grid, 1, 1, p.block, 1, 1, 0, p.stream, p.ptrs, NULL);
+    if (r != CUDA_SUCCESS)
+        return tn_set_error(plan->ctx, TN_STATUS_CUDA_ERROR, "launch of '%s': %s", plan->fusion->name,
+                            tn_cuda_error_text(r));
+    return TN_STATUS_OK;
+}
+
+const tn_fusion *tn_plan_fusion(const tn_plan *plan) { return plan->fusion; }
+tn_context *tn_plan_context(const tn_plan *plan) { return plan->ctx; }
+int64_t tn_plan_rows(const tn_plan *plan) { return plan->rows; }
+int64_t tn_plan_cols(const tn_plan *plan) { return plan->cols; }

@@ -1,0 +1,32 @@
+/* What the tools and tests see of a plan beyond the public API: the launch
+   split into its host part (validate, pack, pick the variant) and the driver
+   call, so the host overhead can be measured apart from cuLaunchKernel. */
+#ifndef TN_PLAN_INTERNAL_H
+#define TN_PLAN_INTERNAL_H
+
+#include "ir/ir.h"
+#include "rt/cuda.h"
+
+#define TN_MAX_KERNEL_ARGS (2 * TN_MAX_IO + 2 * TN_MAX_IO + TN_MAX_IO + 1)
+
+typedef union tn_kernel_arg {
+    void *ptr;
+    long long i64;
+    float f32;
+} tn_kernel_arg;
+
+typedef struct tn_prepared {
+    tn_kernel_arg vals[TN_MAX_KERNEL_ARGS];
+    void *ptrs[TN_MAX_KERNEL_ARGS]; /* point into vals: do not copy a prepared launch */
+    CUfunction fn;
+    unsigned grid, block;
+    CUstream stream;
+} tn_prepared;
+
+tn_status tn_plan_prepare(tn_plan *plan, const tn_launch_args *args, tn_prepared *out);
+const tn_fusion *tn_plan_fusion(const tn_plan *plan);
+tn_context *tn_plan_context(const tn_plan *plan);
+int64_t tn_plan_rows(const tn_plan *plan);
+int64_t tn_plan_cols(const tn_plan *plan);
+
+#endif

@@ -1,0 +1,276 @@
+/* Code generation (see codegen.h). Driven by tables: op -> expression,
+   dtype -> storage type and conversions. The row program is emitted phase by
+   phase: each phase is a loop over the row's elements that computes what its
+   reductions need (recomputing elementwise values from the loaded inputs),
+   then the reductions across threads, then the per-row values that follow. */
+#include "codegen/codegen.h"
+
+#include <math.h>
+#include <stdio.h>
+
+extern const char tn_device_cuh[];
+
+typedef struct dtype_code {
+    const char *storage, *to_f32, *from_f32, *round;
+} dtype_code;
+
+static const dtype_code k_dtype_code[TN_DTYPE_COUNT] = {
+    [TN_DTYPE_F32] = {"float", "%s", "%s", "%s"},
+    [TN_DTYPE_F16] = {"tn_u16", "tn_f16_to_f32(%s)", "tn_f32_to_f16(%s)", "tn_round_f16(%s)"},
+    [TN_DTYPE_BF16] = {"tn_u16", "tn_bf16_to_f32(%s)", "tn_f32_to_bf16(%s)", "tn_round_bf16(%s)"},
+    [TN_DTYPE_F8E4M3] = {"tn_u8", "tn_f8_to_f32(%s)", "tn_f32_to_f8(%s)", "%s"},
+};
+
+static const char *const k_unary_code[TN_UNARY_COUNT] = {
+    [TN_UNARY_NEG] = "(-%s)",        [TN_UNARY_ABS] = "fabsf(%s)",
+    [TN_UNARY_EXP] = "expf(%s)",     [TN_UNARY_LOG] = "logf(%s)",
+    [TN_UNARY_SQRT] = "sqrtf(%s)",   [TN_UNARY_RSQRT] = "rsqrtf(%s)",
+    [TN_UNARY_RECIPROCAL] = "(1.0f / %s)", [TN_UNARY_TANH] = "tanhf(%s)",
+    [TN_UNARY_SIGMOID] = "tn_sigmoid(%s)", [TN_UNARY_SILU] = "tn_silu(%s)",
+    [TN_UNARY_GELU] = "tn_gelu(%s)",
+};
+
+static const char *const k_binary_code[TN_BINARY_COUNT] = {
+    [TN_BINARY_ADD] = "(%s + %s)", [TN_BINARY_SUB] = "(%s - %s)", [TN_BINARY_MUL] = "(%s * %s)",
+    [TN_BINARY_DIV] = "(%s / %s)", [TN_BINARY_MAX] = "fmaxf(%s, %s)", [TN_BINARY_MIN] = "fminf(%s, %s)",
+};
+
+static const char *const k_reduce_identity[TN_REDUCE_COUNT] = {"0.0f", "TN_NEG_INF"};
+
+typedef struct gen {
+    const tn_fusion *f;
+    const tn_analysis *a;
+    const tn_plan_desc *p;
+    tn_strbuf *sb;
+    const char *vec_index; /* "[p]" in the register plan: which buffered vector */
+    int slot_of[TN_MAX_NODES]; /* reduction node -> its shared-memory slot */
+} gen;
+
+static int is_elementwise(tn_shape_class s) { return s == TN_SHAPE_ROW || s == TN_SHAPE_COL; }
+
+/* The name of value k where it is used: e<k> per element, s<k> per row. */
+static void value_name(const gen *g, int k, char *out, size_t cap) {
+    snprintf(out, cap, "%c%d", is_elementwise(g->f->nodes[k].shape) ? 'e' : 's', k);
+}
+
+static void fmt1(char *out, size_t cap, const char *fmt, const char *a) { snprintf(out, cap, fmt, a); }
+
+/* The expression that computes node k from its operands' names. */
+static void node_expr(const gen *g, int k, char *out, size_t cap) {
+    const tn_node *n = &g->f->nodes[k];
+    char a[32] = "", b[32] = "", raw[160];
+    if (n->nargs > 0) value_name(g, (int)n->args[0].index, a, sizeof a);
+    if (n->nargs > 1) value_name(g, (int)n->args[1].index, b, sizeof b);
+    switch (n->kind) {
+    case TN_OP_PARAM: snprintf(out, cap, "prm%d", n->io_index); return;
+    case TN_OP_ROW_LENGTH: snprintf(out, cap, "%.1ff", (double)g->p->cols); return;
+    case TN_OP_CONSTANT: {
+        float c = (float)n->constant;
+        if (isnan(c)) snprintf(out, cap, "__int_as_float(0x7fc00000)");
+        else if (isinf(c)) snprintf(out, cap, "__int_as_float(0x%s)", c > 0 ? "7f800000" : "ff800000");
+        else snprintf(out, cap, "%af", (double)c);
+        return;
+    }
+    case TN_OP_INPUT: {
+        char src[48];
+        if (n->shape == TN_SHAPE_ROW) snprintf(src, sizeof src, "b%d%s.e[v]", k, g->vec_index);
+        else if (n->shape == TN_SHAPE_COL) snprintf(src, sizeof src, "c%d.e[v]", k);
+        else snprintf(src, sizeof src, "(live ? in%d[row] : %s(0))", n->io_index, k_dtype_code[n->dtype].storage);
+        fmt1(out, cap, k_dtype_code[n->dtype].to_f32, src);
+        return;
+    }
+    case TN_OP_CAST: snprintf(raw, sizeof raw, "%s", a); break;
+    case TN_OP_UNARY: fmt1(raw, sizeof raw, k_unary_code[n->op], a); break;
+    case TN_OP_BINARY: snprintf(raw, sizeof raw, k_binary_code[n->op], a, b); break;
+    default: snprintf(out, cap, "0.0f /* unreachable */"); return;
+    }
+    /* A value of a narrower dtype is rounded to it, as the fusion says. */
+    fmt1(out, cap, k_dtype_code[n->dtype].round, raw);
+}
+
+static void emit_value(gen *g, const char *indent, int k) {
+    char name[32], expr[256];
+    value_name(g, k, name, sizeof name);
+    node_expr(g, k, expr, sizeof expr);
+    tn_strbuf_printf(g->sb, "%sconst float %s = %s;\n", indent, name, expr);
+}
+
+/* Marks in need[] the elementwise values that roots depend on. */
+static void close_over(const gen *g, unsigned char *need) {
+    for (int i = g->f->num_nodes - 1; i >= 0; i--) {
+        if (!need[i]) continue;
+        const tn_node *n = &g->f->nodes[i];
+        for (int a = 0; a < n->nargs; a++) {
+            int k = (int)n->args[a].index;
+            if (is_elementwise(g->f->nodes[k].shape)) need[k] = 1;
+        }
+    }
+}
+
+/* The body of one element loop for vector vi: loads, the needed values, then
+   the accumulations of phase `level` or (level < 0) the output stores. */
+static void emit_element_loop_body(gen *g, const unsigned char *need, int level, const char *ind) {
+    const int phase_is_output = level < 0;
+    const tn_fusion *f = g->f;
+    char ind2[32];
+    snprintf(ind2, sizeof ind2, "%s    ", ind);
+    if (!*g->vec_index) /* looped: this phase's ROW inputs come from memory again */
+        for (int i = 0; i < f->num_nodes; i++)
+            if (need[i] && f->nodes[i].kind == TN_OP_INPUT && f->nodes[i].shape == TN_SHAPE_ROW)
+                tn_strbuf_printf(g->sb, "%stn_vec<%s, V> b%d;\n%stn_vload(b%d, in%d + row * in%d_ld + vi * V);\n", ind,
+                                 k_dtype_code[f->nodes[i].dtype].storage, i, ind, i, f->nodes[i].io_index,
+                                 f->nodes[i].io_index);
+    for (int i = 0; i < f->num_nodes; i++)
+        if (need[i] && f->nodes[i].kind == TN_OP_INPUT && f->nodes[i].shape == TN_SHAPE_COL)
+            tn_strbuf_printf(g->sb, "%stn_vec<%s, V> c%d;\n%stn_vload(c%d, in%d + vi * V);\n", ind,
+                             k_dtype_code[f->nodes[i].dtype].storage, i, ind, i, f->nodes[i].io_index);
+    if (phase_is_output)
+        for (int r = 0; r < g->a->num_row_outputs; r++) {
+            int o = g->a->row_outputs[r];
+            tn_strbuf_printf(g->sb, "%stn_vec<%s, V> o%d;\n", ind, k_dtype_code[f->outputs[o].dtype].storage, o);
+        }
+    tn_strbuf_printf(g->sb, "%s#pragma unroll\n%sfor (int v = 0; v < V; v++) {\n", ind, ind);
+    for (int i = 0; i < f->num_nodes; i++)
+        if (need[i]) emit_value(g, ind2, i);
+    if (phase_is_output) {
+        for (int r = 0; r < g->a->num_row_outputs; r++) {
+            int o = g->a->row_outputs[r];
+            char name[32], conv[64];
+            value_name(g, (int)f->outputs[o].value.index, name, sizeof name);
+            fmt1(conv, sizeof conv, k_dtype_code[f->outputs[o].dtype].from_f32, name);
+            tn_strbuf_printf(g->sb, "%so%d.e[v] = %s;\n", ind2, o, conv);
+        }
+    } else {
+        for (int i = 0; i < f->num_nodes; i++) {
+            const tn_node *n = &f->nodes[i];
+            if (g->slot_of[i] < 0 || g->a->level[i] != level) continue;
+            tn_strbuf_printf(g->sb, "%sacc%d = tn_combine<%d>(acc%d, e%u);\n", ind2, i, n->op, i, n->args[0].index);
+        }
+    }
+    tn_strbuf_printf(g->sb, "%s}\n", ind);
+    if (phase_is_output)
+        for (int r = 0; r < g->a->num_row_outputs; r++) {
+            int o = g->a->row_outputs[r];
+            tn_strbuf_printf(g->sb, "%stn_vstore(out%d + row * out%d_ld + vi * V, o%d);\n", ind, o, o, o);
+        }
+}
+
+/* One pass over the row's vectors: phase `level` (its reductions) or, with
+   level < 0, the output phase. */
+static void emit_phase(gen *g, int level) {
+    const tn_fusion *f = g->f;
+    const tn_analysis *a = g->a;
+    unsigned char need[TN_MAX_NODES] = {0};
+    int out_phase = level < 0;
+    for (int i = 0; i < f->num_nodes; i++) {
+        const tn_node *n = &f->nodes[i];
+        if (!a->used[i] || n->kind != TN_OP_REDUCE || a->level[i] != level) continue;
+        need[n->args[0].index] = 1;
+        tn_strbuf_printf(g->sb, "        float acc%d = %s;\n", i, k_reduce_identity[n->op]);
+    }
+    if (out_phase)
+        for (int r = 0; r < a->num_row_outputs; r++) need[f->outputs[a->row_outputs[r]].value.index] = 1;
+    close_over(g, need);
+    /* ROW inputs live in b<k>[p] (register) or are loaded per vector (looped). */
+    if (g->p->kind == TN_PLAN_REGISTER) {
+        tn_strbuf_printf(g->sb, "#pragma unroll\n        for (int p = 0; p < P; p++) {\n"
+                                "            const int vi = p * T + tr;\n"
+                                "            if (%svi < NV) {\n", out_phase ? "live && " : "");
+        emit_element_loop_body(g, need, level, "                ");
+        tn_strbuf_append(g->sb, "            }\n        }\n");
+    } else {
+        tn_strbuf_printf(g->sb, "#pragma unroll %d\n        for (int vi = tr; vi < NV; vi += T) {\n", g->p->batch);
+        emit_element_loop_body(g, need, level, "            ");
+        tn_strbuf_append(g->sb, "        }\n");
+    }
+    if (out_phase) return;
+    for (int i = 0; i < f->num_nodes; i++)
+        if (g->slot_of[i] >= 0 && a->level[i] == level)
+        {
+            char slot[32] = "nullptr";
+            if (g->p->threads_per_row > 32) snprintf(slot, sizeof slot, "tn_red[%d][rr]", g->slot_of[i]);
+            tn_strbuf_printf(g->sb, "        const float s%d = tn_row_reduce<T, %d>(acc%d, %s);\n", i,
+                             f->nodes[i].op, i, slot);
+        }
+}
+
+/* Per-row values (ROWSCALAR) of one level, in order. */
+static void emit_row_values(gen *g, int level) {
+    for (int i = 0; i < g->f->num_nodes; i++) {
+        const tn_node *n = &g->f->nodes[i];
+        if (!g->a->used[i] || n->shape != TN_SHAPE_ROWSCALAR || n->kind == TN_OP_REDUCE) continue;
+        if (g->a->level[i] == level) emit_value(g, "        ", i);
+    }
+}
+
+static void emit_signature(gen *g) {
+    const tn_fusion *f = g->f;
+    tn_strbuf_printf(g->sb, "extern \"C\" __global__ void __launch_bounds__(%d) " TN_KERNEL_NAME "(\n",
+                     g->p->block_threads);
+    for (int i = 0; i < f->num_inputs; i++) {
+        const tn_node *n = &f->nodes[tn_fusion_input_node(f, i)];
+        tn_strbuf_printf(g->sb, "    const %s *__restrict__ in%d,\n", k_dtype_code[n->dtype].storage, i);
+        if (n->shape == TN_SHAPE_ROW) tn_strbuf_printf(g->sb, "    const long long in%d_ld,\n", i);
+    }
+    for (int o = 0; o < f->num_outputs; o++) {
+        tn_strbuf_printf(g->sb, "    %s *__restrict__ out%d,\n", k_dtype_code[f->outputs[o].dtype].storage, o);
+        if (f->nodes[f->outputs[o].value.index].shape == TN_SHAPE_ROW)
+            tn_strbuf_printf(g->sb, "    const long long out%d_ld,\n", o);
+    }
+    for (int k = 0; k < f->num_params; k++) tn_strbuf_printf(g->sb, "    const float prm%d,\n", k);
+    tn_strbuf_append(g->sb, "    const long long M) {\n");
+}
+
+void tn_codegen(const tn_fusion *f, const tn_analysis *a, const tn_plan_desc *p, tn_strbuf *sb) {
+    gen g = {f, a, p, sb, p->kind == TN_PLAN_REGISTER ? "[p]" : "", {0}};
+    int nred = 0;
+    for (int i = 0; i < f->num_nodes; i++) {
+        const tn_node *n = &f->nodes[i];
+        g.slot_of[i] = a->used[i] && n->kind == TN_OP_REDUCE ? nred++ : -1;
+    }
+    const int reg = p->kind == TN_PLAN_REGISTER;
+    tn_strbuf_printf(sb, "// generated by tmanorm %d.%d: fusion %s, plan %s\n", TN_VERSION_MAJOR, TN_VERSION_MINOR,
+                     f->name, tn_plan_kind_name(p->kind));
+    tn_strbuf_append(sb, tn_device_cuh);
+    tn_strbuf_append(sb, "\n");
+    emit_signature(&g);
+    tn_strbuf_printf(sb, "    constexpr int N = %lld, V = %d, NV = N / V, T = %d, R = %d;\n", (long long)p->cols,
+                     p->vec, p->threads_per_row, p->rows_per_cta);
+    if (reg) tn_strbuf_printf(sb, "    constexpr int P = %d;  // vectors each thread keeps per row\n", p->batch);
+    tn_strbuf_append(sb, "    (void)R;\n    const int tr = threadIdx.x % T, rr = threadIdx.x / T;\n    (void)rr;\n");
+    if (p->threads_per_row > 32 && nred)
+        tn_strbuf_printf(sb, "    __shared__ float tn_red[%d][R][T / 32];\n", nred);
+    for (int i = 0; i < f->num_nodes; i++)
+        if (a->used[i] && f->nodes[i].shape == TN_SHAPE_SCALAR) emit_value(&g, "    ", i);
+    tn_strbuf_append(sb, "    for (long long g = blockIdx.x; g * R < M; g += gridDim.x) {\n"
+                         "        const long long row = g * R + rr;\n"
+                         "        const bool live = row < M;\n        (void)live;\n");
+    if (reg)
+        for (int i = 0; i < f->num_nodes; i++) {
+            const tn_node *n = &f->nodes[i];
+            if (!a->used[i] || n->kind != TN_OP_INPUT || n->shape != TN_SHAPE_ROW) continue;
+            tn_strbuf_printf(sb,
+                             "        tn_vec<%s, V> b%d[P];\n"
+                             "#pragma unroll\n        for (int p = 0; p < P; p++) {\n"
+                             "            const int vi = p * T + tr;\n"
+                             "            if (live && vi < NV) tn_vload(b%d[p], in%d + row * in%d_ld + vi * V);\n"
+                             "            else tn_vzero(b%d[p]);\n        }\n",
+                             k_dtype_code[n->dtype].storage, i, i, n->io_index, n->io_index, i);
+        }
+    emit_row_values(&g, 0);
+    for (int level = 1; level <= a->num_levels; level++) {
+        emit_phase(&g, level);
+        emit_row_values(&g, level);
+    }
+    if (a->num_row_outputs) emit_phase(&g, -1);
+    for (int r = 0; r < a->num_rowscalar_outputs; r++) {
+        int o = a->rowscalar_outputs[r];
+        char name[32], conv[64];
+        value_name(&g, (int)f->outputs[o].value.index, name, sizeof name);
+        fmt1(conv, sizeof conv, k_dtype_code[f->outputs[o].dtype].from_f32, name);
+        tn_strbuf_printf(sb, "        if (live && tr == 0) out%d[row] = %s;\n", o, conv);
+    }
+    if (p->threads_per_row > 32 && nred)
+        tn_strbuf_append(sb, "        __syncthreads();  // tn_red is reused by the next row group\n");
+    tn_strbuf_append(sb, "    }\n}\n");
+}

@@ -1,0 +1,93 @@
+// tmanorm device helpers: prepended to every generated kernel. Self-contained
+// (no CUDA headers) so NVRTC compiles fast and the text is deterministic.
+typedef unsigned char tn_u8;
+typedef unsigned short tn_u16;
+
+// ---- dtype conversions: storage <-> f32, and rounding an f32 to a narrower dtype
+__device__ __forceinline__ float tn_bf16_to_f32(tn_u16 h) { return __uint_as_float(((unsigned)h) << 16); }
+__device__ __forceinline__ tn_u16 tn_f32_to_bf16(float f) {
+    tn_u16 r;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(f));
+    return r;
+}
+__device__ __forceinline__ float tn_f16_to_f32(tn_u16 h) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+}
+__device__ __forceinline__ tn_u16 tn_f32_to_f16(float f) {
+    tn_u16 r;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(f));
+    return r;
+}
+#if __CUDA_ARCH__ >= 890
+__device__ __forceinline__ tn_u8 tn_f32_to_f8(float f) {
+    tn_u16 r;  // the second operand lands in the low byte
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(f));
+    return (tn_u8)(r & 0xff);
+}
+__device__ __forceinline__ float tn_f8_to_f32(tn_u8 b) {
+    unsigned h2;
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"((tn_u16)b));
+    return tn_f16_to_f32((tn_u16)(h2 & 0xffff));
+}
+#endif
+__device__ __forceinline__ float tn_round_bf16(float f) { return tn_bf16_to_f32(tn_f32_to_bf16(f)); }
+__device__ __forceinline__ float tn_round_f16(float f) { return tn_f16_to_f32(tn_f32_to_f16(f)); }
+
+// ---- elementwise functions that are more than one expression
+__device__ __forceinline__ float tn_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+__device__ __forceinline__ float tn_silu(float x) { return x / (1.0f + expf(-x)); }
+__device__ __forceinline__ float tn_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+#define TN_NEG_INF __int_as_float(0xff800000u)
+
+// ---- vectors: V elements of storage type S, moved with accesses of up to 16 bytes
+template <int B> struct tn_word;
+template <> struct tn_word<1> { typedef unsigned char t; };
+template <> struct tn_word<2> { typedef unsigned short t; };
+template <> struct tn_word<4> { typedef unsigned int t; };
+template <> struct tn_word<8> { typedef uint2 t; };
+template <> struct tn_word<16> { typedef uint4 t; };
+
+template <typename S, int V> struct alignas(sizeof(S) * V > 16 ? 16 : sizeof(S) * V) tn_vec { S e[V]; };
+
+template <typename S, int V> __device__ __forceinline__ void tn_vload(tn_vec<S, V> &d, const S *__restrict__ p) {
+    constexpr int B = (int)sizeof(S) * V, C = B > 16 ? 16 : B;
+    typedef typename tn_word<C>::t W;
+#pragma unroll
+    for (int i = 0; i < B / C; i++) reinterpret_cast<W *>(d.e)[i] = reinterpret_cast<const W *>(p)[i];
+}
+template <typename S, int V> __device__ __forceinline__ void tn_vstore(S *__restrict__ p, const tn_vec<S, V> &d) {
+    constexpr int B = (int)sizeof(S) * V, C = B > 16 ? 16 : B;
+    typedef typename tn_word<C>::t W;
+#pragma unroll
+    for (int i = 0; i < B / C; i++) reinterpret_cast<W *>(p)[i] = reinterpret_cast<const W *>(d.e)[i];
+}
+template <typename S, int V> __device__ __forceinline__ void tn_vzero(tn_vec<S, V> &d) {
+#pragma unroll
+    for (int i = 0; i < V; i++) d.e[i] = S(0);
+}
+
+// ---- reductions across the T threads of one row (OP 0: sum, 1: max)
+template <int OP> __device__ __forceinline__ float tn_combine(float a, float b) { return OP == 0 ? a + b : fmaxf(a, b); }
+
+template <int LANES, int OP> __device__ __forceinline__ float tn_warp_reduce(float v) {
+#pragma unroll
+    for (int o = LANES / 2; o > 0; o >>= 1) v = tn_combine<OP>(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+// T > 32: each warp's lane 0 leaves its partial in slot[warp]; every thread then
+// combines all T/32 of them in the same order, so every thread gets the same value.
+template <int T, int OP> __device__ __forceinline__ float tn_row_reduce(float v, float *slot) {
+    v = tn_warp_reduce<(T < 32 ? T : 32), OP>(v);
+    if (T > 32) {
+        const int tr = threadIdx.x % T;
+        if (tr % 32 == 0) slot[tr / 32] = v;
+        __syncthreads();
+        v = slot[0];
+#pragma unroll
+        for (int w = 1; w < T / 32; w++) v = tn_combine<OP>(v, slot[w]);
+    }
+    return v;
+}

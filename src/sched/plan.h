@@ -1,0 +1,47 @@
+/* A plan: plain data saying how one fusion runs at one shape on one GPU.
+   It prints as text and JSON, reads back from JSON, and is checked against
+   the fusion and the device before any kernel is generated from it. */
+#ifndef TN_PLAN_DESC_H
+#define TN_PLAN_DESC_H
+
+#include <stdint.h>
+
+#include "sched/analysis.h"
+#include "util/strbuf.h"
+
+typedef enum tn_plan_kind {
+    TN_PLAN_REGISTER = 0, /* the row lives in registers: one read, one write */
+    TN_PLAN_LOOPED,       /* rows beyond the on-chip budget: one pass over memory per phase */
+    TN_PLAN_KIND_COUNT
+} tn_plan_kind;
+
+typedef struct tn_plan_desc {
+    tn_plan_kind kind;
+    int64_t rows, cols;
+    int vec;             /* elements per vector access (a power of two dividing cols) */
+    int threads_per_row; /* a power of two */
+    int rows_per_cta;
+    int batch;           /* register: vectors each thread keeps per row; looped: loads in flight */
+    int block_threads;   /* threads_per_row * rows_per_cta */
+    int64_t grid;        /* CTAs launched; each loops over row groups */
+    int cc;              /* compute capability the plan targets, e.g. 90 */
+    int align_bytes;     /* alignment the plan's vector accesses need */
+    char why[480];       /* the scheduler's reasons, one clause per decision */
+} tn_plan_desc;
+
+const char *tn_plan_kind_name(tn_plan_kind kind);
+int tn_plan_kind_from_name(const char *name); /* -1 if unknown */
+
+void tn_plan_desc_text(const tn_plan_desc *p, tn_strbuf *sb);
+void tn_plan_desc_json(const tn_plan_desc *p, tn_strbuf *sb);
+/* Parses the JSON form. On failure returns 0 and writes the reason to err. */
+int tn_plan_desc_parse(const char *json, tn_plan_desc *out, char *err, size_t err_cap);
+/* Checks that p can run fusion a at its shape on props with tensors aligned to
+   align bytes. On failure returns 0 and writes the reason to err. */
+int tn_plan_desc_check(const tn_plan_desc *p, const tn_analysis *a, const tn_device_props *props,
+                       int align, char *err, size_t err_cap);
+/* Alignment (bytes, at most 16) the plan's widest access of an element of size
+   bytes needs. */
+int tn_plan_access_align(const tn_plan_desc *p, int size);
+
+#endif

@@ -1,0 +1,32 @@
+/* A small test harness: CHECK records a failure with its place and goes on. */
+#ifndef TN_TEST_H
+#define TN_TEST_H
+
+#include <stdio.h>
+
+#include "tmanorm.h"
+
+extern int tn_test_failures, tn_test_checks;
+
+#define CHECK(cond, ...)                                                  \
+    do {                                                                  \
+        tn_test_checks++;                                                 \
+        if (!(cond)) {                                                    \
+            tn_test_failures++;                                           \
+            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);        \
+            printf(__VA_ARGS__);                                          \
+            printf("\n");                                                 \
+        }                                                                 \
+    } while (0)
+
+/* A context for the built-in h200 target, with no GPU needed. */
+tn_context *test_context(void);
+
+void test_ir(void);
+void test_ref(void);
+void test_sched(void);
+void test_codegen(void);
+void test_compile(void);
+void test_api(void);
+
+#endif

@@ -1,0 +1,31 @@
+/* CPU tier runner: test_cpu SUITE runs one suite (ctest runs each), no argument runs all. */
+#include "test.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int tn_test_failures, tn_test_checks;
+
+typedef struct suite {
+    const char *name;
+    void (*run)(void);
+} suite;
+
+static const suite k_suites[] = {{"ir", test_ir},         {"ref", test_ref},         {"sched", test_sched},
+                                 {"codegen", test_codegen}, {"compile", test_compile}, {"api", test_api}};
+
+int main(int argc, char **argv) {
+    int ran = 0;
+    for (size_t i = 0; i < sizeof k_suites / sizeof k_suites[0]; i++) {
+        if (argc > 1 && strcmp(argv[1], k_suites[i].name) != 0) continue;
+        printf("== %s\n", k_suites[i].name);
+        k_suites[i].run();
+        ran++;
+    }
+    if (!ran) {
+        fprintf(stderr, "unknown suite '%s'\n", argv[1]);
+        return 2;
+    }
+    printf("%d checks, %d failed\n", tn_test_checks, tn_test_failures);
+    return tn_test_failures ? 1 : 0;
+}

@@ -1,0 +1,2 @@
+#include "test.h"
+void test_sched(void) {}

@@ -1,0 +1,169 @@
+/* GPU tier: every built-in x dtype x plan kind over odd and large shapes,
+ * checked against the reference on sampled rows, outputs poisoned first and
+ * checked for unwritten elements and writes outside the rows; plus fallbacks
+ * for misaligned and padded tensors, mixed dtypes, and launch errors.
+ *   test_gpu            the whole tier (tests/gpu/run.sh runs it on the device)
+ *   test_gpu --quick    a subset, for ctest on a machine with a GPU
+ * Exits 77 (skipped) without a GPU. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gpu_check.h"
+#include "tmanorm.h"
+
+static int g_passed, g_failed;
+
+typedef struct gpu_case {
+    tn_builtin op;
+    tn_dtype in, w, out;
+    int stats;
+    int64_t rows, cols;
+    const char *kind; /* NULL: the scheduler's choice */
+    int64_t pad;
+    int offset;
+} gpu_case;
+
+static void run_case(tn_context *ctx, const gpu_case *c) {
+    tn_builtin_options bo = {c->in, c->w, c->out, c->stats};
+    tn_fusion *f = NULL;
+    tn_plan *plan = NULL;
+    char label[200], kind[16] = "?";
+    snprintf(label, sizeof label, "%-11s in=%-4s w=%-4s out=%-6s%s M=%-5lld N=%-8lld pad=%lld off=%d", tn_builtin_name(c->op),
+             tn_dtype_name(c->in), tn_dtype_name(c->w), tn_dtype_name(c->out), c->stats ? " +stats" : "",
+             (long long)c->rows, (long long)c->cols, (long long)c->pad, c->offset);
+    tn_status st = tn_fusion_builtin(ctx, c->op, &bo, &f);
+    tn_plan_options po = {0, NULL, c->kind};
+    if (st == TN_STATUS_OK) st = tn_plan_create(ctx, f, c->rows, c->cols, &po, &plan);
+    if (st == TN_STATUS_OK) {
+        char json[1024];
+        tn_plan_describe(plan, TN_DESCRIBE_JSON, json, sizeof json, NULL);
+        sscanf(json, "{\"kind\": \"%15[a-z]", kind);
+    }
+    tn_check_result r;
+    memset(&r, 0, sizeof r);
+    float params[1] = {1e-5f};
+    tn_check_options co = {(uint64_t)(c->rows * 131 + c->cols), 64, c->pad, c->offset};
+    if (st == TN_STATUS_OK) st = tn_gpu_check(plan, params, &co, &r);
+    int ok = st == TN_STATUS_OK && r.passed;
+    if (ok) g_passed++;
+    else g_failed++;
+    printf("%s %s plan=%-8s max_rel=%.2e norm=%.2e%s%s%s\n", ok ? "PASS" : "FAIL", label, kind, r.max_rel_err, r.norm_err,
+           st != TN_STATUS_OK ? " error: " : r.detail[0] ? " " : "",
+           st != TN_STATUS_OK ? tn_context_last_error(ctx) : "", r.detail);
+    fflush(stdout);
+    tn_plan_destroy(plan);
+    tn_fusion_destroy(f);
+}
+
+/* Launch-time errors must be reported, never crash or write. */
+static void check_launch_errors(tn_context *ctx) {
+    tn_builtin_options bo = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0};
+    tn_fusion *f = NULL;
+    tn_plan *plan = NULL;
+    int ok = tn_fusion_builtin(ctx, TN_BUILTIN_RMSNORM, &bo, &f) == TN_STATUS_OK &&
+             tn_plan_create(ctx, f, 4, 64, NULL, &plan) == TN_STATUS_OK;
+    static char dummy[4096] __attribute__((aligned(16)));
+    tn_tensor x = {dummy, TN_DTYPE_BF16, 0}, w = {dummy, TN_DTYPE_BF16, 0}, y = {dummy, TN_DTYPE_BF16, 0};
+    tn_tensor ins[2] = {x, w}, outs[1] = {y};
+    float eps = 1e-6f;
+    tn_launch_args a = {ins, 2, outs, 1, &eps, 1, NULL};
+    struct { const char *what; tn_status want; } cases[5] = {
+        {"wrong dtype", TN_STATUS_INVALID_ARGUMENT}, {"row stride < N", TN_STATUS_INVALID_ARGUMENT},
+        {"null pointer", TN_STATUS_INVALID_ARGUMENT}, {"wrong input count", TN_STATUS_INVALID_ARGUMENT},
+        {"element misaligned", TN_STATUS_INVALID_ARGUMENT}};
+    for (int i = 0; ok && i < 5; i++) {
+        tn_tensor in2[2] = {x, w};
+        tn_launch_args b = a;
+        b.inputs = in2;
+        if (i == 0) in2[0].dtype = TN_DTYPE_F16;
+        if (i == 1) in2[0].row_stride = 63;
+        if (i == 2) in2[1].data = NULL;
+        if (i == 3) b.num_inputs = 1;
+        if (i == 4) in2[0].data = dummy + 1;
+        tn_status st = tn_plan_launch(plan, &b);
+        int good = st == cases[i].want;
+        printf("%s launch error: %s -> %s: %s\n", good ? "PASS" : "FAIL", cases[i].what, tn_status_string(st),
+               tn_context_last_error(ctx));
+        good ? g_passed++ : g_failed++;
+    }
+    if (!ok) {
+        printf("FAIL launch errors: could not make the plan: %s\n", tn_context_last_error(ctx));
+        g_failed++;
+    }
+    tn_plan_destroy(plan);
+    tn_fusion_destroy(f);
+}
+
+int main(int argc, char **argv) {
+    int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    tn_context *ctx = NULL;
+    if (tn_context_create(NULL, &ctx) != TN_STATUS_OK || !tn_context_has_gpu(ctx)) {
+        printf("skipped: no GPU\n");
+        tn_context_destroy(ctx);
+        return 77;
+    }
+    tn_device_props props;
+    tn_context_device_props(ctx, &props);
+    printf("device: %s, sm_%d%d, %d SMs\n", props.name, props.cc_major, props.cc_minor, props.sm_count);
+    time_t t0 = time(NULL);
+
+    static const int64_t full_cols[] = {1, 7, 1000, 4097, 65537, 1048576};
+    static const int64_t full_rows[] = {1, 3, 1000};
+    static const int64_t quick_cols[] = {7, 1000, 4097};
+    static const int64_t quick_rows[] = {3, 1000};
+    const int64_t *cols = quick ? quick_cols : full_cols, *rows = quick ? quick_rows : full_rows;
+    int ncols = quick ? 3 : 6, nrows = quick ? 2 : 3;
+    const tn_dtype dtypes[] = {TN_DTYPE_BF16, TN_DTYPE_F16, TN_DTYPE_F32};
+    const char *kinds[] = {NULL, "looped"};
+    for (int op = 0; op < TN_BUILTIN_COUNT; op++)
+        for (int d = 0; d < 3; d++)
+            for (int ci = 0; ci < ncols; ci++)
+                for (int ri = 0; ri < nrows; ri++)
+                    for (int k = 0; k < 2; k++) {
+                        /* The looped plan at every size it is not already chosen for, up to 64Ki columns. */
+                        if (k == 1 && (cols[ci] > 65537 || rows[ri] > 1000)) continue;
+                        gpu_case c = {(tn_builtin)op, dtypes[d], dtypes[d], dtypes[d], 0, rows[ri], cols[ci], kinds[k], 0, 0};
+                        run_case(ctx, &c);
+                    }
+    /* Mixed dtypes, saved statistics, f8 outputs. */
+    const int64_t mixed_cols[] = {4096, 4097, 8192};
+    for (int op = 0; op < TN_BUILTIN_COUNT; op++)
+        for (int ci = 0; ci < 3; ci++) {
+            gpu_case a = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_F32, TN_DTYPE_F32, 1, 257, mixed_cols[ci], NULL, 0, 0};
+            run_case(ctx, &a);
+            gpu_case b = {(tn_builtin)op, TN_DTYPE_F16, TN_DTYPE_BF16, TN_DTYPE_BF16, 1, 100, mixed_cols[ci], NULL, 0, 0};
+            run_case(ctx, &b);
+            if (props.cc_major * 10 + props.cc_minor >= 89) {
+                gpu_case e = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_F8E4M3, 0, 64, mixed_cols[ci], NULL, 0, 0};
+                run_case(ctx, &e);
+            }
+        }
+    /* Padded rows and misaligned pointers: narrower fallback plans, nothing written outside the rows. */
+    const int offsets[] = {2, 4, 8};
+    const int64_t pads[] = {1, 8, 3};
+    for (int op = 0; op < TN_BUILTIN_COUNT; op++)
+        for (int i = 0; i < 3; i++) {
+            gpu_case a = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 129, 4096, NULL, pads[i], 0};
+            run_case(ctx, &a);
+            gpu_case b = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 129, 2048, NULL, 0, offsets[i]};
+            run_case(ctx, &b);
+            gpu_case c = {(tn_builtin)op, TN_DTYPE_F32, TN_DTYPE_F32, TN_DTYPE_F32, 0, 33, 1024, "looped", pads[i], offsets[i] * 2};
+            run_case(ctx, &c);
+        }
+    if (!quick) {
+        /* The standard sweep's large shapes, once each in bf16. */
+        const int64_t big[][2] = {{65536, 8192}, {32768, 4096}, {16384, 16384}, {4096, 32768}, {512, 65536}, {64, 131072}};
+        for (int op = 0; op < TN_BUILTIN_COUNT; op++)
+            for (int i = 0; i < 6; i++) {
+                gpu_case c = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, big[i][0], big[i][1], NULL, 0, 0};
+                run_case(ctx, &c);
+            }
+    }
+    check_launch_errors(ctx);
+    printf("gpu tier on %s: %lld s\n", props.name, (long long)(time(NULL) - t0));
+    printf("%d passed, %d failed\n", g_passed, g_failed);
+    tn_context_destroy(ctx);
+    return g_failed ? 1 : 0;
+}
