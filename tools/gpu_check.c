@@ -290,12 +290,14 @@ tn_status tn_gpu_check(tn_plan *plan, const float *params, const tn_check_option
                 err2 += d * d;
                 ref2 += want * want;
                 if (fabs(want) > 1e-3 * rowmax && d / fabs(want) > res->max_rel_err) res->max_rel_err = d / fabs(want);
-                if (!(d <= atol_scale * rowmax + rtol * fabs(want))) {
+                /* Values under half the dtype's smallest step may round to zero. */
+                const double atol = atol_scale * rowmax + tn_dtype_tiny(b->info.dtype);
+                if (!(d <= atol + rtol * fabs(want))) {
                     if (!res->bad && !res->detail[0])
                         snprintf(res->detail, sizeof res->detail,
                                  "output '%s' row %lld col %lld: got %.9g, want %.9g (tolerance %.3g)", b->info.name,
                                  (long long)sample_row(rows, samples, k), (long long)c, got, want,
-                                 atol_scale * rowmax + rtol * fabs(want));
+                                 atol + rtol * fabs(want));
                     res->bad++;
                 }
             }

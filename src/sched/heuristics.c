@@ -52,25 +52,33 @@ static int schedule_register(const tn_schedule_request *r, tn_plan_desc *p, char
     const int64_t wanted = (int64_t)d->sm_count * 1024;
     int widened = 0;
     while (t < 1024 && t < nv && r->rows < wanted / t) t *= 2, widened = 1;
-    for (;; t *= 2) {
+    /* From the widest useful t up; then, for rows too long for 1024 threads'
+       registers, narrower CTAs whose threads may hold more (the cap per thread
+       rises as the block shrinks). */
+    int tried[16], ntried = 0;
+    for (int up = t; up <= 1024 && up <= d->max_threads_per_block; up *= 2) tried[ntried++] = up;
+    for (int down = t / 2; down >= 128; down /= 2) tried[ntried++] = down;
+    int found = 0, need = 0, block = 0;
+    for (int k = 0; k < ntried && !found; k++) {
+        t = tried[k];
         int batch = (int)ceil_div(nv, t);
         int rmin = t < 32 ? 32 / t : 1;
         int rows_per_cta = TN_BLOCK_TARGET / t > rmin ? TN_BLOCK_TARGET / t : rmin;
         while (rows_per_cta > rmin && ceil_div(r->rows, rows_per_cta) < 2 * d->sm_count) rows_per_cta /= 2;
-        int block = t * rows_per_cta;
-        int need = batch * words + TN_REG_OVERHEAD;
+        block = t * rows_per_cta;
+        need = TN_REG_NEED(batch * words);
         if (need <= regs_cap(d, block) && batch <= 64) {
             p->threads_per_row = t;
             p->batch = batch;
             p->rows_per_cta = rows_per_cta;
             p->block_threads = block;
-            break;
+            found = 1;
         }
-        if (t >= 1024 || t >= d->max_threads_per_block) {
-            snprintf(err, cap, "register plan: a row of %lld vectors needs %d registers per thread at %d "
-                     "threads, above the cap of %d", (long long)nv, need, t, regs_cap(d, block));
-            return 0;
-        }
+    }
+    if (!found) {
+        snprintf(err, cap, "register plan: a row of %lld vectors needs %d registers per thread at %d threads, above "
+                 "the cap of %d", (long long)nv, need, t, regs_cap(d, block));
+        return 0;
     }
     why(p, "%d threads per row x %d vectors each hold the row in registers (%d words/thread)%s",
         p->threads_per_row, p->batch, p->batch * words, widened ? ", widened for few rows" : "");

@@ -18,7 +18,11 @@ int tn_schedule(const tn_schedule_request *req, tn_plan_desc *out, char *err, si
 
 /* Register plan limits, exposed for the tests' invariants. */
 #define TN_REG_BATCH_TARGET 4   /* vectors a thread keeps per row before rows widen */
-#define TN_REG_OVERHEAD 32      /* registers a thread needs besides the row buffer */
+/* Registers a thread needs to hold `words` of row buffer. Measured with the
+   compile tier: the unrolled phases keep about one temporary per buffered
+   word live, so a 32-word buffer spills under the 64-register cap of a
+   1024-thread CTA and a 64-word one under the 128 cap of a 512-thread CTA. */
+#define TN_REG_NEED(words) (2 * (words) + 24)
 #define TN_BLOCK_TARGET 256     /* threads per CTA the register plan aims for */
 
 #endif

@@ -53,6 +53,11 @@ double tn_dtype_eps(tn_dtype dtype) {
     return tn_dtype_is_valid(dtype) ? ldexp(1.0, -k_dtypes[dtype].mantissa_bits) : 0.0;
 }
 
+double tn_dtype_tiny(tn_dtype dtype) {
+    if (!tn_dtype_is_valid(dtype)) return 0.0;
+    return ldexp(1.0, k_dtypes[dtype].min_exp - (k_dtypes[dtype].mantissa_bits - 1));
+}
+
 double tn_round_to_dtype(tn_dtype dtype, double x) {
     if (!tn_dtype_is_valid(dtype) || isnan(x) || x == 0.0) return x;
     const dtype_info *d = &k_dtypes[dtype];

@@ -17,5 +17,7 @@ void tn_store_elem(tn_dtype dtype, void *data, int64_t i, double x);
 /* Relative rounding unit of dtype (2^-p for p significant bits). */
 double tn_dtype_eps(tn_dtype dtype);
 int tn_dtype_is_valid(tn_dtype dtype);
+/* The smallest positive value of dtype (its subnormal quantum). */
+double tn_dtype_tiny(tn_dtype dtype);
 
 #endif

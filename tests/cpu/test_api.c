@@ -1,2 +1,184 @@
+/* Public API tests without a GPU: context, plan creation errors, replay of a
+   plan from JSON, describe, launch without a device, allocation failures in
+   plan creation, and plans made from several threads at once. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "test.h"
-void test_api(void) {}
+
+static tn_fusion *rmsnorm(tn_context *ctx, tn_dtype dt) {
+    tn_builtin_options o = {dt, dt, dt, 0};
+    tn_fusion *f = NULL;
+    tn_fusion_builtin(ctx, TN_BUILTIN_RMSNORM, &o, &f);
+    return f;
+}
+
+static char *describe(const tn_plan *plan, tn_describe_what what) {
+    size_t n = 0;
+    tn_plan_describe(plan, what, NULL, 0, &n);
+    char *s = malloc(n);
+    tn_plan_describe(plan, what, s, n, NULL);
+    return s;
+}
+
+static void test_errors(tn_context *ctx) {
+    tn_fusion *f = rmsnorm(ctx, TN_DTYPE_BF16);
+    tn_plan *plan = NULL;
+    CHECK(tn_plan_create(ctx, f, 0, 4096, NULL, &plan) == TN_STATUS_INVALID_ARGUMENT, "M = 0");
+    CHECK(strstr(tn_context_last_error(ctx), "M = 0"), "message: %s", tn_context_last_error(ctx));
+    CHECK(tn_plan_create(ctx, f, 4, -1, NULL, &plan) == TN_STATUS_INVALID_ARGUMENT, "N < 1");
+    CHECK(tn_plan_create(ctx, NULL, 4, 4, NULL, &plan) == TN_STATUS_INVALID_ARGUMENT, "null fusion");
+    CHECK(tn_plan_create(ctx, f, 4, 4, NULL, NULL) == TN_STATUS_INVALID_ARGUMENT, "null out");
+    CHECK(tn_plan_create(ctx, f, 4, 1LL << 32, NULL, &plan) == TN_STATUS_UNSUPPORTED, "N above 2^31");
+    tn_plan_options bad_align = {3, NULL, NULL};
+    CHECK(tn_plan_create(ctx, f, 4, 4, &bad_align, &plan) == TN_STATUS_INVALID_ARGUMENT, "align 3");
+    tn_plan_options bad_kind = {0, NULL, "tma-ws"};
+    CHECK(tn_plan_create(ctx, f, 4, 4, &bad_kind, &plan) == TN_STATUS_INVALID_ARGUMENT, "unknown kind");
+    CHECK(strstr(tn_context_last_error(ctx), "tma-ws"), "message: %s", tn_context_last_error(ctx));
+    tn_plan_options forced = {0, NULL, "register"};
+    CHECK(tn_plan_create(ctx, f, 4, 1 << 22, &forced, &plan) == TN_STATUS_UNSUPPORTED, "register at 4M columns");
+
+    tn_fusion *bad;
+    tn_value x;
+    tn_fusion_create(ctx, "no_outputs", &bad);
+    tn_fusion_input(bad, "x", TN_DTYPE_F32, TN_SHAPE_ROW, &x);
+    CHECK(tn_plan_create(ctx, bad, 4, 4, NULL, &plan) == TN_STATUS_INVALID_FUSION, "invalid fusion");
+    tn_fusion_destroy(bad);
+
+    tn_fusion *outer;
+    tn_value s;
+    tn_fusion_create(ctx, "outer", &outer);
+    tn_fusion_input(outer, "x", TN_DTYPE_F32, TN_SHAPE_ROW, &x);
+    tn_fusion_reduce(outer, TN_REDUCE_SUM, TN_AXIS_OUTER, x, &s);
+    tn_fusion_output(outer, "dw", s, TN_DTYPE_F32);
+    CHECK(tn_plan_create(ctx, outer, 4, 4, NULL, &plan) == TN_STATUS_UNSUPPORTED, "outer reductions not planned yet");
+    tn_fusion_destroy(outer);
+
+    CHECK(tn_plan_create(ctx, f, 8, 4096, NULL, &plan) == TN_STATUS_OK, "good plan: %s", tn_context_last_error(ctx));
+    tn_tensor t[2] = {{(void *)16, TN_DTYPE_BF16, 0}, {(void *)16, TN_DTYPE_BF16, 0}};
+    float eps = 1e-6f;
+    tn_launch_args a = {t, 2, t, 1, &eps, 1, NULL};
+    CHECK(tn_plan_launch(plan, &a) == TN_STATUS_NO_DEVICE, "launch without a GPU");
+    CHECK(strstr(tn_context_last_error(ctx), "no GPU"), "message: %s", tn_context_last_error(ctx));
+    CHECK(tn_plan_launch(plan, NULL) == TN_STATUS_INVALID_ARGUMENT, "null launch args");
+    tn_plan_destroy(plan);
+    tn_fusion_destroy(f);
+    for (int s2 = 0; s2 <= TN_STATUS_INTERNAL; s2++) CHECK(strlen(tn_status_string((tn_status)s2)) > 0, "status %d", s2);
+}
+
+static void test_replay(tn_context *ctx) {
+    tn_fusion *f = rmsnorm(ctx, TN_DTYPE_F16);
+    tn_plan *a = NULL, *b = NULL, *c = NULL;
+    CHECK(tn_plan_create(ctx, f, 1000, 3000, NULL, &a) == TN_STATUS_OK, "plan");
+    char *json = describe(a, TN_DESCRIBE_JSON);
+    tn_plan_options replay = {0, json, NULL};
+    CHECK(tn_plan_create(ctx, f, 1000, 3000, &replay, &b) == TN_STATUS_OK, "replay: %s", tn_context_last_error(ctx));
+    char *src_a = describe(a, TN_DESCRIBE_SOURCE), *src_b = describe(b, TN_DESCRIBE_SOURCE);
+    CHECK(strcmp(src_a, src_b) == 0, "a replayed plan generates the same source");
+    CHECK(tn_plan_create(ctx, f, 1001, 3000, &replay, &c) == TN_STATUS_INVALID_ARGUMENT, "replay at another shape");
+    /* A hand-edited plan that cannot run is rejected with the reason. */
+    char *edited = strdup(json);
+    char *v = strstr(edited, "\"vec\": ");
+    if (v) v[7] = '3';
+    tn_plan_options bad = {0, edited, NULL};
+    CHECK(tn_plan_create(ctx, f, 1000, 3000, &bad, &c) == TN_STATUS_INVALID_ARGUMENT && strstr(tn_context_last_error(ctx), "vec"),
+          "bad vec: %s", tn_context_last_error(ctx));
+    tn_plan_options misaligned = {4, json, NULL};
+    CHECK(tn_plan_create(ctx, f, 1000, 3000, &misaligned, &c) == TN_STATUS_INVALID_ARGUMENT, "replay needs 16-byte alignment");
+    char *text = describe(a, TN_DESCRIBE_TEXT), *res = describe(a, TN_DESCRIBE_RESOURCES);
+    CHECK(strstr(text, "why:") && strstr(text, "plan register"), "text: %s", text);
+    CHECK(strstr(res, "registers") && strstr(res, "spill"), "resources: %s", res);
+    int64_t bytes = 0;
+    tn_plan_bytes(a, &bytes);
+    CHECK(bytes == 1000LL * 3000 * 4 + 3000 * 2, "bytes %lld", (long long)bytes);
+    free(json), free(edited), free(src_a), free(src_b), free(text), free(res);
+    tn_plan_destroy(a);
+    tn_plan_destroy(b);
+    tn_fusion_destroy(f);
+}
+
+typedef struct failing {
+    int countdown, live;
+} failing;
+static void *fail_alloc(void *u, size_t n) {
+    failing *s = u;
+    if (s->countdown-- == 0) return NULL;
+    s->live++;
+    return malloc(n);
+}
+static void fail_free(void *u, void *p) {
+    failing *s = u;
+    s->live--;
+    free(p);
+}
+
+static void test_plan_alloc_failures(void) {
+    int reached = 0;
+    for (int k = 0; k < 300 && !reached; k++) {
+        failing s = {k, 0};
+        tn_allocator al = {fail_alloc, fail_free, &s};
+        tn_context_options o = {0, &al, "h200", 1};
+        tn_context *ctx = NULL;
+        if (tn_context_create(&o, &ctx) == TN_STATUS_OK) {
+            tn_builtin_options bo = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0};
+            tn_fusion *f = NULL;
+            tn_plan *plan = NULL;
+            tn_status st = tn_fusion_builtin(ctx, TN_BUILTIN_SOFTMAX, &bo, &f);
+            if (st == TN_STATUS_OK) st = tn_plan_create(ctx, f, 64, 100, NULL, &plan);
+            CHECK(st == TN_STATUS_OK || st == TN_STATUS_OUT_OF_MEMORY, "allocation %d failing gave %s: %s", k,
+                  tn_status_string(st), tn_context_last_error(ctx));
+            reached = st == TN_STATUS_OK;
+            tn_plan_destroy(plan);
+            tn_fusion_destroy(f);
+            tn_context_destroy(ctx);
+        }
+        CHECK(s.live == 0, "allocation %d failing leaked %d blocks", k, s.live);
+    }
+    CHECK(reached, "plan creation never succeeded");
+}
+
+typedef struct job {
+    tn_context *ctx;
+    int ok;
+} job;
+
+static void *make_plans(void *arg) {
+    job *j = arg;
+    j->ok = 1;
+    for (int n = 1000; n < 1006; n++) {
+        tn_fusion *f = rmsnorm(j->ctx, TN_DTYPE_BF16);
+        tn_plan *plan = NULL;
+        j->ok &= tn_plan_create(j->ctx, f, 16, n, NULL, &plan) == TN_STATUS_OK;
+        tn_plan_destroy(plan);
+        tn_fusion_destroy(f);
+    }
+    return NULL;
+}
+
+static void test_threads(tn_context *ctx) {
+    pthread_t th[3];
+    job jobs[3] = {{ctx, 0}, {ctx, 0}, {ctx, 0}};
+    for (int i = 0; i < 3; i++) pthread_create(&th[i], NULL, make_plans, &jobs[i]);
+    for (int i = 0; i < 3; i++) pthread_join(th[i], NULL);
+    CHECK(jobs[0].ok && jobs[1].ok && jobs[2].ok, "plans from three threads on one context");
+}
+
+void test_api(void) {
+    tn_context *ctx = test_context();
+    CHECK(!tn_context_has_gpu(ctx), "a forced target has no GPU");
+    tn_device_props p;
+    CHECK(tn_context_device_props(ctx, &p) == TN_STATUS_OK && p.sm_count == 132 && p.cc_major == 9, "h200 props");
+    tn_context_options bad = {0, NULL, "tpu", 1};
+    tn_context *c2 = NULL;
+    CHECK(tn_context_create(&bad, &c2) == TN_STATUS_INVALID_ARGUMENT && !c2, "unknown target");
+    test_errors(ctx);
+    test_replay(ctx);
+    test_plan_alloc_failures();
+    test_threads(ctx);
+    tn_context_destroy(ctx);
+    /* Without a forced target the context still works on a machine with no GPU. */
+    tn_context *plain = NULL;
+    CHECK(tn_context_create(NULL, &plain) == TN_STATUS_OK, "plain context");
+    tn_context_destroy(plain);
+}

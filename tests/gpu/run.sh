@@ -10,6 +10,8 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | t
 rc=0
 ./build-gpu/tests/test_gpu "$@" 2>&1 | tee "$out/gpu_tier.log" | grep -v '^PASS' || true
 [ "${PIPESTATUS[0]}" = 0 ] || rc=1
+PYTHONUNBUFFERED=1 TMANORM_LIB=build-gpu/libtmanorm.so python3 tests/gpu/test_torch.py 2>&1 | tee "$out/torch.log" | grep -v '^PASS' || true
+[ "${PIPESTATUS[0]}" = 0 ] || rc=1
 ./build-gpu/tmanorm run --op rmsnorm --rows 32768 --cols 4096 --dtype bf16 --overhead 2>&1 | tee "$out/run_rmsnorm.log"
 ./build-gpu/tmanorm demo 2>&1 > "$out/demo.log"; echo "demo exit $?"
 grep -E 'check|time' "$out/demo.log"
