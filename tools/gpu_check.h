@@ -17,7 +17,8 @@ typedef struct tn_check_options {
 typedef struct tn_check_result {
     int passed;
     int64_t unwritten;   /* output elements still holding the poison */
-    int64_t bad;         /* sampled elements beyond tolerance */
+    int64_t bad;         /* sampled elements beyond tolerance, plus bytes written outside the rows */
+    int64_t outside;     /* bytes written outside the rows (padding, past the end) */
     double max_rel_err;  /* max over sampled elements of |out - ref| / (|ref| + atol) */
     double norm_err;     /* max over outputs of ||out - ref|| / ||ref|| */
     char detail[320];    /* the first failure */

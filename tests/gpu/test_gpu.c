@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "gpu_check.h"
+#include "random_fusion.h"
 #include "tmanorm.h"
 
 static int g_passed, g_failed;
@@ -160,6 +161,37 @@ int main(int argc, char **argv) {
                 gpu_case c = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, big[i][0], big[i][1], NULL, 0, 0};
                 run_case(ctx, &c);
             }
+    }
+    /* Fuzz: valid random fusions on the GPU. Random op chains can cancel, so they
+       pass on the normwise error (4 ulp of the output dtype) with every element
+       written and nothing outside the rows. */
+    int fuzz = quick ? 16 : 120;
+    for (uint64_t seed = 1; seed <= (uint64_t)fuzz; seed++) {
+        tn_fusion *f = NULL;
+        tn_plan *plan = NULL;
+        tn_check_result r;
+        memset(&r, 0, sizeof r);
+        int64_t m = 1 + (int64_t)(seed * 37 % 700), n = 1 + (int64_t)(seed * 7919 % 20000);
+        tn_plan_options po = {0, NULL, seed % 4 == 0 ? "looped" : NULL};
+        float params[1] = {0.5f};
+        tn_check_options co = {seed, 16, (int64_t)(seed % 3), 0};
+        tn_status st = tn_random_fusion(ctx, seed, 1, &f);
+        if (st == TN_STATUS_OK) st = tn_plan_create(ctx, f, m, n, &po, &plan);
+        if (st == TN_STATUS_OK) st = tn_gpu_check(plan, params, &co, &r);
+        double limit = 1e-4;
+        for (int o = 0; f && o < tn_fusion_io_count(f, TN_IO_OUTPUT); o++) {
+            tn_io_info info;
+            tn_fusion_io_info(f, TN_IO_OUTPUT, o, &info);
+            double e = 4.0 * (double)(info.dtype == TN_DTYPE_BF16 ? 1.0 / 256 : info.dtype == TN_DTYPE_F16 ? 1.0 / 2048 : 0);
+            if (e + 1e-4 > limit) limit = e + 1e-4;
+        }
+        int ok = st == TN_STATUS_OK && r.unwritten == 0 && r.outside == 0 && r.norm_err <= limit;
+        ok ? g_passed++ : g_failed++;
+        printf("%s fuzz seed %llu M=%lld N=%lld norm=%.2e (limit %.1e)%s%s %s\n", ok ? "PASS" : "FAIL",
+               (unsigned long long)seed, (long long)m, (long long)n, r.norm_err, limit, st ? " error: " : "",
+               st ? tn_context_last_error(ctx) : "", ok ? "" : r.detail);
+        tn_plan_destroy(plan);
+        tn_fusion_destroy(f);
     }
     check_launch_errors(ctx);
     printf("gpu tier on %s: %lld s\n", props.name, (long long)(time(NULL) - t0));

@@ -1,0 +1,96 @@
+/* Fuzz tier on the CPU: random fusions (valid and malformed) through the
+ * verifier, the reference and the scheduler at random shapes; every valid one
+ * generates source, and one in eight is compiled with NVRTC (no spills).
+ *   test_fuzz [SEEDS] [FIRST_SEED]    (ctest runs 400 seeds)
+ * The GPU tier runs valid random fusions on the device against the reference. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "random_fusion.h"
+#include "ref/ref.h"
+#include "tmanorm.h"
+
+int main(int argc, char **argv) {
+    int seeds = argc > 1 ? atoi(argv[1]) : 400;
+    uint64_t first = argc > 2 ? strtoull(argv[2], NULL, 10) : 1;
+    tn_context_options o = {0, NULL, "h200", 1};
+    tn_context *ctx = NULL;
+    if (tn_context_create(&o, &ctx) != TN_STATUS_OK) return 2;
+    int valid = 0, rejected = 0, planned = 0, compiled = 0, failures = 0;
+    for (uint64_t s = first; s < first + (uint64_t)seeds; s++) {
+        tn_fusion *f = NULL;
+        int valid_only = (int)(s % 2);
+        if (tn_random_fusion(ctx, s, valid_only, &f) != TN_STATUS_OK) {
+            printf("FAIL seed %llu: builder: %s\n", (unsigned long long)s, tn_context_last_error(ctx));
+            failures++;
+            continue;
+        }
+        tn_status st = tn_fusion_verify(f);
+        if (st != TN_STATUS_OK) {
+            rejected++;
+            if (valid_only || st != TN_STATUS_INVALID_FUSION || !strstr(tn_context_last_error(ctx), "fusion '")) {
+                printf("FAIL seed %llu: %s: %s\n", (unsigned long long)s, tn_status_string(st), tn_context_last_error(ctx));
+                failures++;
+            }
+            tn_fusion_destroy(f);
+            continue;
+        }
+        valid++;
+        /* The reference runs on any valid fusion; inputs are small random values. */
+        int64_t rows = 1 + (int64_t)(s % 5), cols = 1 + (int64_t)((s * 7919) % 300);
+        tn_tensor in[8];
+        void *bufs[8] = {0};
+        double *outs[4] = {0};
+        int ni = tn_fusion_io_count(f, TN_IO_INPUT), no = tn_fusion_io_count(f, TN_IO_OUTPUT);
+        for (int i = 0; i < ni; i++) {
+            tn_io_info info;
+            tn_fusion_io_info(f, TN_IO_INPUT, i, &info);
+            bufs[i] = calloc((size_t)(rows * cols), 4);
+            for (int64_t k = 0; k < rows * cols; k++) {
+                float v = (float)((k * 37 + i * 11) % 17) / 8.0f - 1.0f;
+                if (info.dtype == TN_DTYPE_F32) ((float *)bufs[i])[k] = v;
+                else ((uint16_t *)bufs[i])[k] = info.dtype == TN_DTYPE_BF16 ? 0x3f80 : 0x3c00; /* 1.0 */
+            }
+            in[i] = (tn_tensor){bufs[i], info.dtype, 0};
+        }
+        for (int k = 0; k < no; k++) outs[k] = calloc((size_t)(rows * cols), sizeof(double));
+        float params[1] = {0.5f};
+        st = tn_ref_run(f, rows, cols, in, params, outs);
+        if (st != TN_STATUS_OK) {
+            printf("FAIL seed %llu: reference: %s\n", (unsigned long long)s, tn_context_last_error(ctx));
+            failures++;
+        }
+        /* Scheduling and codegen; compiling one in eight keeps the tier fast. */
+        tn_plan_options po = {0, NULL, s % 3 == 0 ? "looped" : NULL};
+        tn_plan *plan = NULL;
+        if (s % 8 == 1) {
+            st = tn_plan_create(ctx, f, rows * 1000, cols * 13, &po, &plan);
+            if (st == TN_STATUS_OK) {
+                tn_resources res;
+                tn_plan_resources(plan, &res);
+                compiled++;
+                planned++;
+                if (res.spill_store_bytes || res.stack_bytes) {
+                    printf("FAIL seed %llu: %d spill bytes\n", (unsigned long long)s, res.spill_store_bytes);
+                    failures++;
+                }
+            } else {
+                printf("FAIL seed %llu: plan: %s\n", (unsigned long long)s, tn_context_last_error(ctx));
+                failures++;
+            }
+        } else {
+            planned++;
+        }
+        tn_plan_destroy(plan);
+        for (int i = 0; i < ni; i++) free(bufs[i]);
+        for (int k = 0; k < no; k++) free(outs[k]);
+        tn_fusion_destroy(f);
+    }
+    printf("fuzz: %d seeds, %d valid, %d rejected by the verifier, %d planned, %d compiled\n", seeds, valid, rejected,
+           planned, compiled);
+    printf("%d passed, %d failed\n", seeds - failures, failures);
+    tn_context_destroy(ctx);
+    return failures ? 1 : 0;
+}
