@@ -1,0 +1,362 @@
+"""Side-by-side benchmark on the GPU: tmanorm against PyTorch eager,
+torch.compile, Quack, Liger, FlashInfer and nvFuser, with the copy ceiling
+measured in the same run.
+
+For every (op, dtype, M, N) case each available system is first checked
+against a float64 reference on the same inputs (its max relative error is
+recorded), then timed inside CUDA graphs that rotate over enough buffer sets
+that the working set is at least 4x the L2; the median of the replays is the
+time, and the whole case is timed twice so the CSV shows how well it repeats.
+
+    python3 bench/compare.py --quick                   # a subset, one device call
+    python3 bench/compare.py --full --part 1/3         # the standard sweep, split over calls
+    python3 bench/compare.py --ops rmsnorm --systems tmanorm,eager --shapes 4096x4096,1x65536
+
+Writes <out>/<date>-h200.csv (append; one header) and prints a progress line
+per case. bench/report.py turns CSVs into the markdown summary and the plots.
+"""
+import argparse
+import csv
+import datetime
+import math
+import os
+import sys
+import time
+import traceback
+
+import torch
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "python"))
+
+OPS = ("rmsnorm", "layernorm", "softmax", "add_rmsnorm")
+DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
+FULL_M = (1, 8, 64, 512, 4096, 16384, 65536)
+FULL_N = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
+QUICK_SHAPES = [(m, n) for m in (64, 4096, 16384) for n in (1024, 4096, 16384)]
+EPS = 1e-6
+L2_BYTES = 60 * 2**20
+CSV_FIELDS = ["op", "dtype", "M", "N", "system", "us", "gbs", "pct_ceiling", "max_rel_err",
+              "us_repeat", "spread_us", "buffer_sets", "status"]
+TOLERANCE = {torch.bfloat16: 2e-2, torch.float16: 4e-3, torch.float32: 1e-4}
+
+
+# ---- the problems ------------------------------------------------------------------------
+
+def make_inputs(op, m, n, dtype, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    x = torch.randn(m, n, device="cuda", dtype=dtype, generator=g)
+    inputs = {"x": x}
+    if op in ("rmsnorm", "layernorm", "add_rmsnorm"):
+        inputs["w"] = (torch.rand(n, device="cuda", generator=g) + 0.5).to(dtype)
+    if op == "layernorm":
+        inputs["b"] = (torch.rand(n, device="cuda", generator=g) - 0.5).to(dtype)
+    if op == "add_rmsnorm":
+        inputs["r"] = torch.randn(m, n, device="cuda", dtype=dtype, generator=g)
+    return inputs
+
+
+def floor_bytes(op, m, n, dtype):
+    e = torch.finfo(dtype).bits // 8
+    rows = {"rmsnorm": 2, "layernorm": 2, "softmax": 2, "add_rmsnorm": 4}[op]
+    cols = {"rmsnorm": 1, "layernorm": 2, "softmax": 0, "add_rmsnorm": 1}[op]
+    return m * n * e * rows + n * e * cols
+
+
+def reference(op, inp):
+    """float64 outputs: y, and for add_rmsnorm also the sum as it is stored."""
+    x = inp["x"].double()
+    n = x.shape[-1]
+    if op == "rmsnorm":
+        return [F.rms_norm(x, (n,), inp["w"].double(), EPS)]
+    if op == "layernorm":
+        return [F.layer_norm(x, (n,), inp["w"].double(), inp["b"].double(), EPS)]
+    if op == "softmax":
+        return [torch.softmax(x, -1)]
+    h = (inp["x"].float() + inp["r"].float()).to(inp["x"].dtype)
+    return [F.rms_norm(h.double(), (n,), inp["w"].double(), EPS), h.double()]
+
+
+def max_rel_err(outs, refs):
+    """max |out - ref| / max |ref| over every output (max-norm relative error)."""
+    worst = 0.0
+    for o, r in zip(outs, refs):
+        o = o.double()
+        if not torch.isfinite(o).all():
+            return float("inf")
+        worst = max(worst, ((o - r).abs().max() / r.abs().max().clamp_min(1e-30)).item())
+    return worst
+
+
+# ---- the systems -------------------------------------------------------------------------
+# Each returns {op: fn(inputs) -> list of outputs} for the ops it offers, or raises with the
+# reason it cannot run here. Weights are prepared per case (outside timing) where a system
+# insists on another dtype.
+
+def sys_tmanorm():
+    import tmanorm
+    return {
+        "rmsnorm": lambda i: [tmanorm.rms_norm(i["x"], i["w"], EPS)],
+        "layernorm": lambda i: [tmanorm.layer_norm(i["x"], i["w"], i["b"], EPS)],
+        "softmax": lambda i: [tmanorm.softmax(i["x"])],
+        "add_rmsnorm": lambda i: list(tmanorm.add_rms_norm(i["x"], i["r"], i["w"], EPS)),
+    }
+
+
+def _eager_fns():
+    def add_rms(i):
+        h = i["x"] + i["r"]
+        return [F.rms_norm(h, (h.shape[-1],), i["w"], EPS), h]
+    return {
+        "rmsnorm": lambda i: [F.rms_norm(i["x"], (i["x"].shape[-1],), i["w"], EPS)],
+        "layernorm": lambda i: [F.layer_norm(i["x"], (i["x"].shape[-1],), i["w"], i["b"], EPS)],
+        "softmax": lambda i: [torch.softmax(i["x"], -1)],
+        "add_rmsnorm": add_rms,
+    }
+
+
+def sys_eager():
+    return _eager_fns()
+
+
+def sys_compile():
+    """torch.compile of the eager functions: one compile per N, M marked dynamic."""
+    compiled = {op: torch.compile(fn) for op, fn in _eager_fns().items()}
+
+    def wrap(op):
+        def run(i):
+            torch._dynamo.mark_dynamic(i["x"], 0)
+            if "r" in i:
+                torch._dynamo.mark_dynamic(i["r"], 0)
+            return compiled[op](i)
+        return run
+    return {op: wrap(op) for op in compiled}
+
+
+def sys_quack():
+    from quack.rmsnorm import layernorm_fwd, rmsnorm_fwd
+    from quack.softmax import softmax_fwd
+    return {
+        "rmsnorm": lambda i: [rmsnorm_fwd(i["x"], i["w"], eps=EPS)[0]],
+        # Quack's layernorm takes float32 weight and bias only.
+        "layernorm": lambda i: [layernorm_fwd(i["x"], i["w32"], i["b32"], eps=EPS)],
+        "softmax": lambda i: [softmax_fwd(i["x"])],
+        "add_rmsnorm": lambda i: list(rmsnorm_fwd(i["x"], i["w"], residual=i["r"], eps=EPS)[:2]),
+    }
+
+
+def sys_liger():
+    from liger_kernel.ops.fused_add_rms_norm import LigerFusedAddRMSNormFunction
+    from liger_kernel.ops.layer_norm import LigerLayerNormFunction
+    from liger_kernel.ops.rms_norm import LigerRMSNormFunction
+    from liger_kernel.ops.softmax import LigerSoftmaxFunction
+    return {
+        "rmsnorm": lambda i: [LigerRMSNormFunction.apply(i["x"], i["w"], EPS)],
+        "layernorm": lambda i: [LigerLayerNormFunction.apply(i["x"], i["w"], i["b"], EPS)],
+        "softmax": lambda i: [LigerSoftmaxFunction.apply(i["x"])],
+        "add_rmsnorm": lambda i: list(LigerFusedAddRMSNormFunction.apply(i["x"], i["r"], i["w"], EPS)),
+    }
+
+
+def sys_flashinfer():
+    import flashinfer.norm as fn
+
+    def fused_add(i):
+        # In place: x becomes y and r becomes the sum; work on this case's own copies.
+        x, r = i["x_scratch"], i["r_scratch"]
+        fn.fused_add_rmsnorm(x, r, i["w"], EPS)
+        return [x, r]
+    return {
+        "rmsnorm": lambda i: [fn.rmsnorm(i["x"], i["w"], EPS)],
+        "layernorm": lambda i: [fn.layernorm(i["x"], i["w32"], i["b32"], EPS)],
+        "add_rmsnorm": fused_add,
+    }
+
+
+def sys_nvfuser():
+    import nvfuser  # noqa: F401
+    raise RuntimeError("nvfuser imported, but tmanorm's harness has no nvFuser definitions yet")
+
+
+SYSTEMS = {"tmanorm": sys_tmanorm, "eager": sys_eager, "compile": sys_compile, "quack": sys_quack,
+           "liger": sys_liger, "flashinfer": sys_flashinfer, "nvfuser": sys_nvfuser}
+
+
+def prepare(system, inp):
+    """Per-case extras some systems need, made outside timing."""
+    inp = dict(inp)
+    if system in ("quack", "flashinfer") and "w" in inp:
+        inp["w32"] = inp["w"].float()
+        if "b" in inp:
+            inp["b32"] = inp["b"].float()
+    if system == "flashinfer" and "r" in inp:
+        inp["x_scratch"], inp["r_scratch"] = inp["x"].clone(), inp["r"].clone()
+    return inp
+
+
+# ---- timing ------------------------------------------------------------------------------
+
+def graph_time(fn, sets, launches=20, replays=15, warmup=3):
+    """Median µs per call of fn over CUDA-graph replays that rotate buffer sets, and the
+    spread (max - min) of the per-replay figures."""
+    launches = max(launches, len(sets)) // len(sets) * len(sets)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for s in sets:  # warm-up outside capture: compiles, autotuning, plan creation
+            fn(s)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        for k in range(launches):
+            fn(sets[k % len(sets)])
+    per = []
+    for r in range(warmup + replays):
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        graph.replay()
+        e1.record()
+        torch.cuda.synchronize()
+        if r >= warmup:
+            per.append(e0.elapsed_time(e1) * 1e3 / launches)
+    per.sort()
+    del graph
+    return per[len(per) // 2], per[-1] - per[0]
+
+
+def copy_ceiling_gbs(nbytes=2**30):
+    src = torch.empty(nbytes // 4, dtype=torch.float32, device="cuda").fill_(1.0)
+    dst = torch.empty_like(src)
+    per = []
+    for r in range(18):
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        for _ in range(5):
+            dst.copy_(src)
+        e1.record()
+        torch.cuda.synchronize()
+        if r >= 3:
+            per.append(e0.elapsed_time(e1) * 1e3 / 5)
+    per.sort()
+    us = per[len(per) // 2]
+    return 2 * nbytes / us / 1e3, us
+
+
+# ---- the sweep ---------------------------------------------------------------------------
+
+def parse_shapes(text):
+    return [tuple(int(v) for v in s.split("x")) for s in text.split(",") if s]
+
+
+def cases(args):
+    shapes = parse_shapes(args.shapes) if args.shapes else (
+        QUICK_SHAPES if args.quick else [(m, n) for m in FULL_M for n in FULL_N])
+    out = []
+    for op in args.ops.split(","):
+        for dt in args.dtypes.split(","):
+            for m, n in shapes:
+                if m * n * torch.finfo(DTYPES[dt]).bits // 8 > 4 * 2**30:
+                    continue  # the standard sweep skips tensors above 4 GiB
+                out.append((op, dt, m, n))
+    if args.part:
+        k, parts = (int(v) for v in args.part.split("/"))
+        out = out[k - 1::parts]
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true", help="3 x 3 shapes per op (default)")
+    mode.add_argument("--full", action="store_true", help="the standard sweep of DESIGN.md")
+    ap.add_argument("--ops", default=",".join(OPS))
+    ap.add_argument("--dtypes", default="bf16")
+    ap.add_argument("--systems", default=",".join(SYSTEMS))
+    ap.add_argument("--shapes", default="", help="MxN,MxN,... (overrides --quick/--full)")
+    ap.add_argument("--part", default="", help="K/P: every P-th case starting at K (split --full over calls)")
+    ap.add_argument("--out", default=os.path.join(HERE, "results"))
+    ap.add_argument("--tag", default="h200")
+    args = ap.parse_args()
+    if not args.full:
+        args.quick = True
+    for op in args.ops.split(","):
+        if op not in OPS:
+            ap.error(f"unknown op {op}; one of {', '.join(OPS)}")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, f"{datetime.date.today().isoformat()}-{args.tag}.csv")
+    new = not os.path.exists(path)
+    f = open(path, "a", newline="")
+    w = csv.DictWriter(f, fieldnames=CSV_FIELDS)
+    if new:
+        w.writeheader()
+
+    props = torch.cuda.get_device_properties(0)
+    print(f"device: {props.name}, {props.multi_processor_count} SMs; torch {torch.__version__}", flush=True)
+    ceiling, copy_us = copy_ceiling_gbs()
+    print(f"copy ceiling: {ceiling:.0f} GB/s (1 GiB copy_, read + write, {copy_us:.1f} us)", flush=True)
+    w.writerow({"op": "copy", "dtype": "u8", "M": 1, "N": 2**30, "system": "copy", "us": f"{copy_us:.3f}",
+                "gbs": f"{ceiling:.1f}", "pct_ceiling": "100.0", "max_rel_err": "0", "us_repeat": "",
+                "spread_us": "", "buffer_sets": 1, "status": "ceiling"})
+
+    systems = {}
+    for name in args.systems.split(","):
+        try:
+            systems[name] = SYSTEMS[name]()
+            print(f"system {name}: available", flush=True)
+        except Exception as e:  # the exact reason goes into the results
+            reason = f"{type(e).__name__}: {e}".replace("\n", " ")[:300]
+            systems[name] = reason
+            print(f"system {name}: unavailable: {reason}", flush=True)
+            w.writerow({"op": "*", "dtype": "*", "M": "", "N": "", "system": name, "us": "", "gbs": "",
+                        "pct_ceiling": "", "max_rel_err": "", "us_repeat": "", "spread_us": "",
+                        "buffer_sets": "", "status": f"unavailable: {reason}"})
+    f.flush()
+
+    todo = cases(args)
+    t_start = time.time()
+    for k, (op, dt, m, n) in enumerate(todo, 1):
+        dtype = DTYPES[dt]
+        nbytes = floor_bytes(op, m, n, dtype)
+        nsets = max(1, min(32, math.ceil(4 * L2_BYTES / nbytes)))
+        base = [make_inputs(op, m, n, dtype, seed=1000 * k + s) for s in range(nsets)]
+        refs = reference(op, base[0])
+        line = []
+        for name, impl in systems.items():
+            row = {"op": op, "dtype": dt, "M": m, "N": n, "system": name, "buffer_sets": nsets}
+            if isinstance(impl, str):
+                continue
+            if op not in impl:
+                row["status"] = f"not offered: {name} has no {op}"
+                w.writerow(row)
+                continue
+            fn = impl[op]
+            try:
+                sets = [prepare(name, s) for s in base]
+                err = max_rel_err(fn(sets[0]), refs)
+                us, spread = graph_time(fn, sets)
+                us2, spread2 = graph_time(fn, sets)
+                gbs = nbytes / us / 1e3
+                ok = err <= TOLERANCE[dtype]
+                row.update(us=f"{us:.3f}", gbs=f"{gbs:.1f}", pct_ceiling=f"{100 * gbs / ceiling:.1f}",
+                           max_rel_err=f"{err:.3e}", us_repeat=f"{us2:.3f}", spread_us=f"{max(spread, spread2):.3f}",
+                           status="ok" if ok else f"inaccurate: max rel err {err:.2e} > {TOLERANCE[dtype]:.0e}")
+                line.append(f"{name} {us:.1f}us{'' if ok else '(!)'}")
+            except Exception as e:
+                reason = f"{type(e).__name__}: {e}".replace("\n", " ")[:300]
+                row["status"] = f"failed: {reason}"
+                line.append(f"{name} failed")
+                if os.environ.get("BENCH_DEBUG"):
+                    traceback.print_exc()
+            w.writerow(row)
+            torch.cuda.empty_cache()
+        f.flush()
+        print(f"[{k}/{len(todo)} {time.time() - t_start:5.0f}s] {op} {dt} {m}x{n}: " + ", ".join(line), flush=True)
+        del base, refs
+    f.close()
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Downloads the peers' wheels for the device's Python (CPython 3.12, manylinux
+# x86_64) into .whl/all (git-ignored), then packs them into carry bundles
+# .whl/b1, .whl/b2, ... of at most 60 MiB each, splitting any larger wheel into
+# parts. On the device, `bench/peers.sh stash .whl/bK` per call and then
+# `bench/peers.sh install` reassemble and install them (see bench/README.md).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+all=.whl/all
+mkdir -p "$all"
+grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo '/.whl/' >> .git/info/exclude
+platforms=""
+for p in manylinux_2_17_x86_64 manylinux2014_x86_64 manylinux_2_24_x86_64 manylinux_2_27_x86_64 manylinux_2_28_x86_64; do
+  platforms="$platforms --platform $p"
+done
+get() {  # name==version ...
+  python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    $platforms --platform any -d "$all" "$@"
+}
+# Quack: the CuTe DSL (CUDA 13 libraries) and its FFI.
+get quack-kernels==0.6.5 nvidia-cutlass-dsl==4.8.1 nvidia-cutlass-dsl-libs-base==4.8.1 \
+    nvidia-cutlass-dsl-libs-core==4.8.1 nvidia-cutlass-dsl-libs-cu13==4.8.1 apache-tvm-ffi==0.1.15.post2 \
+    torch-c-dlpack-ext==0.1.5
+# Liger: Triton kernels, pure Python.
+get liger-kernel==0.8.5
+if [ "${WITH_FLASHINFER:-0}" = 1 ]; then
+  get flashinfer-python==0.7.4 cuda-tile nccl-extensions nccl4py nvidia-cudnn-frontend click tabulate
+fi
+# nvFuser: no nvfuser-cu130 (or other nvfuser) wheel for CPython 3.12 is on the index this machine reaches.
+get nvfuser-cu130 2>/dev/null || echo "wheels.sh: nvfuser-cu130: no matching distribution (recorded by compare.py)"
+
+rm -rf .whl/b[0-9]*
+limit=$((60 * 1024 * 1024))
+n=1; used=0
+mkdir -p .whl/b1
+for f in $(ls -S "$all"/*.whl); do
+  size=$(stat -c %s "$f")
+  if [ "$size" -gt "$limit" ]; then
+    split -b 50M -d "$f" "/tmp/$(basename "$f").part-"
+    for part in /tmp/$(basename "$f").part-*; do
+      psize=$(stat -c %s "$part")
+      if [ $((used + psize)) -gt "$limit" ]; then n=$((n + 1)); used=0; mkdir -p .whl/b$n; fi
+      mv "$part" .whl/b$n/; used=$((used + psize))
+    done
+  else
+    if [ $((used + size)) -gt "$limit" ]; then n=$((n + 1)); used=0; mkdir -p .whl/b$n; fi
+    cp "$f" .whl/b$n/; used=$((used + size))
+  fi
+done
+du -sh .whl/b* | sed 's/^/wheels.sh: bundle /'
