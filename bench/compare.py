@@ -20,6 +20,7 @@ import csv
 import datetime
 import math
 import os
+import site
 import sys
 import time
 import traceback
@@ -29,6 +30,10 @@ import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
+# Peers installed with pip --target (bench/peers.sh): add them as site dirs so their .pth files
+# (the CuTe DSL's package path, for one) take effect.
+for _site in filter(None, os.environ.get("BENCH_SITE", "").split(":")):
+    site.addsitedir(_site)
 
 OPS = ("rmsnorm", "layernorm", "softmax", "add_rmsnorm")
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}

@@ -19,7 +19,7 @@ case "$step" in
     [ -d "${1:-}" ] && { bash bench/peers.sh stash "$1"; shift; }
     build
     bash bench/peers.sh install 2>&1 | tail -3
-    export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} TMANORM_LIB=$PWD/build-gpu/libtmanorm.so PYTHONUNBUFFERED=1
+    export BENCH_SITE=/tmp/site TMANORM_LIB=$PWD/build-gpu/libtmanorm.so PYTHONUNBUFFERED=1
     export TORCHINDUCTOR_COMPILE_THREADS=16
     python3 bench/compare.py --out "$out" "$@" 2>&1 | tee "$out/compare.log"
     python3 bench/report.py "$out"/*.csv --out "$out" >"$out/report.log" 2>&1 || tail -20 "$out/report.log"

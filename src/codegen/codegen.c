@@ -81,11 +81,27 @@ static void node_expr(const gen *g, int k, char *out, size_t cap) {
     }
     case TN_OP_CAST: snprintf(raw, sizeof raw, "%s", a); break;
     case TN_OP_UNARY: fmt1(raw, sizeof raw, k_unary_code[n->op], a); break;
-    case TN_OP_BINARY: snprintf(raw, sizeof raw, k_binary_code[n->op], a, b); break;
+    case TN_OP_BINARY:
+        if (n->op == TN_BINARY_DIV && is_elementwise(n->shape) && !is_elementwise(g->f->nodes[n->args[1].index].shape))
+            snprintf(raw, sizeof raw, "(%s * rcp%u)", a, n->args[1].index); /* see emit_value */
+        else
+            snprintf(raw, sizeof raw, k_binary_code[n->op], a, b);
+        break;
     default: snprintf(out, cap, "0.0f /* unreachable */"); return;
     }
     /* A value of a narrower dtype is rounded to it, as the fusion says. */
     fmt1(out, cap, k_dtype_code[n->dtype].round, raw);
+}
+
+/* 1: per-row (or scalar) value k divides an elementwise value somewhere. */
+static int divides_elements(const gen *g, int k) {
+    for (int i = k + 1; i < g->f->num_nodes; i++) {
+        const tn_node *n = &g->f->nodes[i];
+        if (g->a->used[i] && n->kind == TN_OP_BINARY && n->op == TN_BINARY_DIV && (int)n->args[1].index == k &&
+            is_elementwise(n->shape))
+            return 1;
+    }
+    return 0;
 }
 
 static void emit_value(gen *g, const char *indent, int k) {
@@ -93,6 +109,10 @@ static void emit_value(gen *g, const char *indent, int k) {
     value_name(g, k, name, sizeof name);
     node_expr(g, k, expr, sizeof expr);
     tn_strbuf_printf(g->sb, "%sconst float %s = %s;\n", indent, name, expr);
+    /* Elements divided by a per-row value are multiplied by its reciprocal, taken once
+       per row: an IEEE division per element costs more than the memory traffic. */
+    if (!is_elementwise(g->f->nodes[k].shape) && divides_elements(g, k))
+        tn_strbuf_printf(g->sb, "%sconst float rcp%d = 1.0f / %s;\n", indent, k, name);
 }
 
 /* Marks in need[] the elementwise values that roots depend on. */
@@ -191,6 +211,7 @@ static void emit_phase(gen *g, int level) {
             if (g->p->threads_per_row > 32) snprintf(slot, sizeof slot, "tn_red[%d][rr]", g->slot_of[i]);
             tn_strbuf_printf(g->sb, "        const float s%d = tn_row_reduce<T, %d>(acc%d, %s);\n", i,
                              f->nodes[i].op, i, slot);
+            if (divides_elements(g, i)) tn_strbuf_printf(g->sb, "        const float rcp%d = 1.0f / s%d;\n", i, i);
         }
 }
 

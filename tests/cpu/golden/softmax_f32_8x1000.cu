@@ -51,6 +51,7 @@ extern "C" __global__ void __launch_bounds__(256) tn_kernel(
             }
         }
         const float s5 = tn_row_reduce<T, 0>(acc5, tn_red[1][rr]);
+        const float rcp5 = 1.0f / s5;
 #pragma unroll
         for (int p = 0; p < P; p++) {
             const int vi = p * T + tr;
@@ -62,7 +63,7 @@ extern "C" __global__ void __launch_bounds__(256) tn_kernel(
                     const float e1 = e0;
                     const float e3 = (e1 - s2);
                     const float e4 = expf(e3);
-                    const float e6 = (e4 / s5);
+                    const float e6 = (e4 * rcp5);
                     o0.e[v] = e6;
                 }
                 tn_vstore(out0 + row * out0_ld + vi * V, o0);
