@@ -180,8 +180,12 @@ def sys_flashinfer():
 
 
 def sys_nvfuser():
-    import nvfuser  # noqa: F401
-    raise RuntimeError("nvfuser imported, but tmanorm's harness has no nvFuser definitions yet")
+    try:
+        import nvfuser  # noqa: F401
+    except ImportError as e:
+        raise RuntimeError("no nvfuser-cu130 (or other nvfuser) wheel for CPython 3.12 manylinux x86_64 on the "
+                           f"package index this workplace reaches, so it is not installed ({e})") from e
+    raise RuntimeError("nvfuser imported, but the harness has no nvFuser definitions yet")
 
 
 SYSTEMS = {"tmanorm": sys_tmanorm, "eager": sys_eager, "compile": sys_compile, "quack": sys_quack,
