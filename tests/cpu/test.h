@@ -19,6 +19,12 @@ extern int tn_test_failures, tn_test_checks;
         }                                                                 \
     } while (0)
 
+/* An allocator that fails its countdown-th allocation and counts the live blocks. */
+typedef struct failing {
+    int countdown, live;
+} failing;
+tn_allocator failing_allocator(failing *state);
+
 /* A context for the built-in h200 target, with no GPU needed. */
 tn_context *test_context(void);
 

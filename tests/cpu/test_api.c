@@ -98,26 +98,12 @@ static void test_replay(tn_context *ctx) {
     tn_fusion_destroy(f);
 }
 
-typedef struct failing {
-    int countdown, live;
-} failing;
-static void *fail_alloc(void *u, size_t n) {
-    failing *s = u;
-    if (s->countdown-- == 0) return NULL;
-    s->live++;
-    return malloc(n);
-}
-static void fail_free(void *u, void *p) {
-    failing *s = u;
-    s->live--;
-    free(p);
-}
 
 static void test_plan_alloc_failures(void) {
     int reached = 0;
     for (int k = 0; k < 300 && !reached; k++) {
         failing s = {k, 0};
-        tn_allocator al = {fail_alloc, fail_free, &s};
+        tn_allocator al = failing_allocator(&s);
         tn_context_options o = {0, &al, "h200", 1};
         tn_context *ctx = NULL;
         if (tn_context_create(&o, &ctx) == TN_STATUS_OK) {

@@ -194,27 +194,12 @@ static void test_builtins_print_hash(tn_context *ctx) {
     tn_fusion_destroy(f3);
 }
 
-/* An allocator that fails the k-th allocation and counts what is live. */
-typedef struct failing {
-    int countdown, live;
-} failing;
-static void *fail_alloc(void *u, size_t n) {
-    failing *s = u;
-    if (s->countdown-- == 0) return NULL;
-    s->live++;
-    return malloc(n);
-}
-static void fail_free(void *u, void *p) {
-    failing *s = u;
-    s->live--;
-    free(p);
-}
 
 static void test_alloc_failures(void) {
     int saw_ok = 0;
     for (int k = 0; k < 400 && !saw_ok; k++) {
         failing s = {k, 0};
-        tn_allocator a = {fail_alloc, fail_free, &s};
+        tn_allocator a = failing_allocator(&s);
         tn_context_options o = {0, &a, "h200", 1};
         tn_context *ctx = NULL;
         tn_status st = tn_context_create(&o, &ctx);

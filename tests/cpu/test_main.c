@@ -2,9 +2,25 @@
 #include "test.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int tn_test_failures, tn_test_checks;
+
+static void *fail_alloc(void *u, size_t n) {
+    failing *s = u;
+    if (s->countdown-- == 0) return NULL;
+    s->live++;
+    return malloc(n);
+}
+
+static void fail_free(void *u, void *p) {
+    failing *s = u;
+    s->live--;
+    free(p);
+}
+
+tn_allocator failing_allocator(failing *state) { return (tn_allocator){fail_alloc, fail_free, state}; }
 
 typedef struct suite {
     const char *name;

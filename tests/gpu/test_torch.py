@@ -9,7 +9,9 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
 import tmanorm  # noqa: E402
+from compare import copy_ceiling_gbs, graph_time  # noqa: E402  (the benchmark's own timing)
 
 passed = failed = 0
 
@@ -74,52 +76,15 @@ def check_errors():
             report(True, f"error for {what}: {e}")
 
 
-def graph_time_us(fn, sets, launches=20, replays=15):
-    """Median µs per call of fn(set) over CUDA-graph replays that rotate sets."""
-    s = torch.cuda.Stream()
-    with torch.cuda.stream(s):
-        for a in sets:
-            fn(a)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g, stream=s):
-        for i in range(launches):
-            fn(sets[i % len(sets)])
-    times = []
-    for r in range(replays + 3):
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        e0.record()
-        g.replay()
-        e1.record()
-        torch.cuda.synchronize()
-        if r >= 3:
-            times.append(e0.elapsed_time(e1) * 1e3 / launches)
-    times.sort()
-    return times[len(times) // 2], times[-1] - times[0]
-
-
 def compare_rmsnorm(rows=32768, cols=4096):
     dt = torch.bfloat16
     nbytes = rows * cols * 2 * 2 + cols * 2
     nsets = max(1, -(-4 * 60 * 2**20 // nbytes))
     sets = [(torch.randn(rows, cols, device="cuda", dtype=dt), torch.rand(cols, device="cuda", dtype=dt) + 0.5)
             for _ in range(nsets)]
-    src = torch.empty(2**28, dtype=torch.float32, device="cuda").fill_(1.0)
-    dst = torch.empty_like(src)
-    copy_times = []
-    for r in range(18):
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        e0.record()
-        for _ in range(5):
-            dst.copy_(src)
-        e1.record()
-        torch.cuda.synchronize()
-        if r >= 3:
-            copy_times.append(e0.elapsed_time(e1) * 1e3 / 5)
-    copy_times.sort()
-    ceiling = 2 * 2**30 / copy_times[len(copy_times) // 2] / 1e3
-    tn_us, tn_spread = graph_time_us(lambda a: tmanorm.rms_norm(a[0], a[1], 1e-6), sets)
-    th_us, th_spread = graph_time_us(lambda a: F.rms_norm(a[0], (cols,), a[1], 1e-6), sets)
+    ceiling, _ = copy_ceiling_gbs()
+    tn_us, tn_spread = graph_time(lambda a: tmanorm.rms_norm(a[0], a[1], 1e-6), sets)
+    th_us, th_spread = graph_time(lambda a: F.rms_norm(a[0], (cols,), a[1], 1e-6), sets)
     print(f"copy ceiling (torch copy_ of 1 GiB, read + write, events): {ceiling:.0f} GB/s")
     for name, us, spread in (("tmanorm.rms_norm", tn_us, tn_spread), ("torch F.rms_norm", th_us, th_spread)):
         gbs = nbytes / us / 1e3
