@@ -2,6 +2,7 @@
  *   tmanorm demo                       every built-in at a default shape: plan, compile, run, check
  *   tmanorm explain --op OP --rows M --cols N --dtype DT [--json] [--source]
  *   tmanorm run --op OP --rows M --cols N --dtype DT
+ *   tmanorm tune --op OP --rows M --cols N --dtype DT   every candidate plan, timed
  * Run `tmanorm help` for every option. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 
 #include "api/context.h"
 #include "gpu_check.h"
+#include "tune.h"
 #include "tmanorm.h"
 
 typedef struct cli {
@@ -33,6 +35,7 @@ static void usage(FILE *to) {
             "  explain   print the plan for a fusion and shape, why it was chosen, and the\n"
             "            compiler's resource report (works without a GPU)\n"
             "  run       run on the GPU, check against the reference, print time and GB/s\n"
+            "  tune      check and time every candidate plan on the GPU, fastest first\n"
             "  help      this text\n"
             "options:\n"
             "  --op OP              rmsnorm | layernorm | softmax | add_rmsnorm\n"
@@ -239,6 +242,21 @@ static int cmd_run(tn_context *ctx, const cli *c, tn_builtin op) {
     return rc;
 }
 
+static int cmd_tune(tn_context *ctx, const cli *c, tn_builtin op) {
+    if (!tn_context_has_gpu(ctx)) {
+        fprintf(stderr, "tmanorm: tune needs a GPU: %s\n", ctx->no_gpu_reason);
+        return 2;
+    }
+    tn_builtin_options bo = {c->dtype, c->weight_dtype, c->out_dtype, c->stats};
+    tn_fusion *f = NULL;
+    tn_status st = tn_fusion_builtin(ctx, op, &bo, &f);
+    if (st != TN_STATUS_OK) return fail(ctx, st, "tune");
+    float params[1] = {c->eps};
+    int rc = tn_tune(ctx, f, c->rows, c->cols, params);
+    tn_fusion_destroy(f);
+    return rc;
+}
+
 static int cmd_demo(tn_context *ctx, cli *c) {
     if (!c->rows) c->rows = 4096;
     if (!c->cols) c->cols = 4096;
@@ -285,7 +303,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     int is_demo = !strcmp(c.command, "demo");
-    if (!is_demo && strcmp(c.command, "explain") && strcmp(c.command, "run")) {
+    if (!is_demo && strcmp(c.command, "explain") && strcmp(c.command, "run") && strcmp(c.command, "tune")) {
         fprintf(stderr, "tmanorm: unknown command '%s'\n", c.command);
         usage(stderr);
         return 2;
@@ -301,14 +319,18 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    tn_context_options co = {0, NULL, c.target, c.target != NULL && strcmp(c.command, "run") != 0};
+    int needs_gpu = !strcmp(c.command, "run") || !strcmp(c.command, "tune");
+    tn_context_options co = {0, NULL, c.target, c.target != NULL && !needs_gpu};
     tn_context *ctx = NULL;
     tn_status st = tn_context_create(&co, &ctx);
     if (st != TN_STATUS_OK) {
         fprintf(stderr, "tmanorm: cannot create a context: %s\n", tn_status_string(st));
         return 2;
     }
-    int rc = is_demo ? cmd_demo(ctx, &c) : !strcmp(c.command, "explain") ? cmd_explain(ctx, &c, op) : cmd_run(ctx, &c, op);
+    int rc = is_demo                          ? cmd_demo(ctx, &c)
+             : !strcmp(c.command, "explain") ? cmd_explain(ctx, &c, op)
+             : !strcmp(c.command, "tune")    ? cmd_tune(ctx, &c, op)
+                                             : cmd_run(ctx, &c, op);
     tn_context_destroy(ctx);
     return rc;
 }
