@@ -46,18 +46,12 @@ static int schedule_register(const tn_schedule_request *r, tn_plan_desc *p, char
     const tn_device_props *d = r->props;
     const int64_t nv = r->cols / p->vec;
     const int words = (int)ceil_div((int64_t)p->vec * a->buffer_elem_bytes, 4);
-    /* Long rows keep more vectors per thread (more loads in flight, fewer threads to
-       reduce across): measured with `tmanorm tune` on an H200, 2026-12-02. */
-    const int target = nv >= TN_REG_LONG_ROW ? 2 * TN_REG_BATCH_TARGET : TN_REG_BATCH_TARGET;
     int t = 1;
-    while (t < 1024 && ceil_div(nv, t) > target) t *= 2;
-    /* Few rows: give each row more threads so the SMs have work; long rows widen only
-       while each thread keeps at least half the target. */
-    const int64_t wanted = (int64_t)d->sm_count * TN_REG_WIDEN_THREADS_PER_SM;
+    while (t < 1024 && ceil_div(nv, t) > TN_REG_BATCH_TARGET) t *= 2;
+    /* Few rows: give each row more threads so the SMs have work. */
+    const int64_t wanted = (int64_t)d->sm_count * 1024;
     int widened = 0;
-    while (t < 1024 && t < nv && r->rows < wanted / t &&
-           (nv < TN_REG_LONG_ROW || ceil_div(nv, 2 * t) >= target / 2))
-        t *= 2, widened = 1;
+    while (t < 1024 && t < nv && r->rows < wanted / t) t *= 2, widened = 1;
     /* From the widest useful t up; then, for rows too long for 1024 threads'
        registers, narrower CTAs whose threads may hold more (the cap per thread
        rises as the block shrinks). */

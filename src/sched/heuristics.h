@@ -17,18 +17,12 @@ typedef struct tn_schedule_request {
 int tn_schedule(const tn_schedule_request *req, tn_plan_desc *out, char *err, size_t err_cap);
 
 /* Register plan limits, exposed for the tests' invariants. */
-/* Register plan shape, from `tmanorm tune` over the benchmark's shapes on an H200
-   (tests/gpu/tune.sh, 2026-12-02): 128-thread CTAs beat 256 at N <= 4096 (4096 x 1024
-   rmsnorm: 6.66 vs 7.06 us); rows of 2048+ vectors want 8 per thread (4096 x 16384
-   layernorm: 69.9 vs 103.6 us at 4). */
-#define TN_REG_BATCH_TARGET 4   /* vectors a thread keeps per row */
-#define TN_REG_LONG_ROW 2048    /* rows of at least this many vectors keep twice as many */
-#define TN_REG_WIDEN_THREADS_PER_SM 512 /* below this many threads per SM, rows get more threads */
+#define TN_REG_BATCH_TARGET 4   /* vectors a thread keeps per row before rows widen */
 /* Registers a thread needs to hold `words` of row buffer. Measured with the
    compile tier: the unrolled phases keep about one temporary per buffered
    word live, so a 32-word buffer spills under the 64-register cap of a
    1024-thread CTA and a 64-word one under the 128 cap of a 512-thread CTA. */
 #define TN_REG_NEED(words) (2 * (words) + 24)
-#define TN_BLOCK_TARGET 128     /* threads per CTA the register plan aims for */
+#define TN_BLOCK_TARGET 256     /* threads per CTA the register plan aims for */
 
 #endif

@@ -1,4 +1,4 @@
-extern "C" __global__ void __launch_bounds__(128) tn_kernel(
+extern "C" __global__ void __launch_bounds__(256) tn_kernel(
     const tn_u16 *__restrict__ in0,
     const long long in0_ld,
     const tn_u16 *__restrict__ in1,
@@ -6,7 +6,7 @@ extern "C" __global__ void __launch_bounds__(128) tn_kernel(
     const long long out0_ld,
     const float prm0,
     const long long M) {
-    constexpr int N = 4096, V = 8, NV = N / V, T = 128, R = 1;
+    constexpr int N = 4096, V = 8, NV = N / V, T = 128, R = 2;
     constexpr int P = 4;  // vectors each thread keeps per row
     (void)R;
     const int tr = threadIdx.x % T, rr = threadIdx.x / T;
