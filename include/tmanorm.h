@@ -109,7 +109,9 @@ typedef struct tn_context_options {
    and compiled but not launched (launch returns TN_STATUS_NO_DEVICE). */
 tn_status tn_context_create(const tn_context_options *options, tn_context **out);
 void tn_context_destroy(tn_context *ctx);
-/* The message of the last error on this context ("" if none). */
+/* The message of the last error on this context ("" if none). Valid until the next
+   error on the context; with several threads, read it from the thread that failed
+   before others can fail. */
 const char *tn_context_last_error(const tn_context *ctx);
 /* 1 when a GPU is present and usable. */
 int tn_context_has_gpu(const tn_context *ctx);
