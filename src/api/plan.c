@@ -28,6 +28,7 @@ struct tn_plan {
     tn_analysis an;
     int64_t rows, cols;
     int kind; /* a forced tn_plan_kind, or -1 */
+    tn_io_info inputs[TN_MAX_IO], outputs[TN_MAX_IO]; /* looked up once: the launch path reads these */
     tn_variant *primary;
     tn_variant variants[TN_ALIGN_CLASSES];
     pthread_mutex_t lock; /* serializes building fallback variants */
@@ -125,6 +126,8 @@ tn_status tn_plan_create(tn_context *ctx, const tn_fusion *f, int64_t rows, int6
     st = tn_fusion_clone(f, &plan->fusion);
     if (st != TN_STATUS_OK) goto done;
     tn_analyze(plan->fusion, &plan->an);
+    for (int i = 0; i < plan->fusion->num_inputs; i++) tn_fusion_io_info(plan->fusion, TN_IO_INPUT, i, &plan->inputs[i]);
+    for (int o = 0; o < plan->fusion->num_outputs; o++) tn_fusion_io_info(plan->fusion, TN_IO_OUTPUT, o, &plan->outputs[o]);
     tn_plan_desc desc;
     st = opts.plan_json ? replay(plan, opts.plan_json, opts.align_bytes, &desc)
                         : schedule(plan, opts.align_bytes, &desc);
@@ -194,13 +197,11 @@ static int tensor_align(const tn_tensor *t, int64_t stride_bytes) {
     return (int)(bits & (~bits + 1));
 }
 
-static tn_status check_tensor(tn_plan *plan, const char *role, int i, const tn_tensor *t, tn_dtype dtype,
-                              tn_shape_class shape, int64_t *stride, int *align) {
+static tn_status check_tensor(tn_plan *plan, const char *role, int i, const tn_tensor *t, const tn_io_info *io,
+                              int64_t *stride, int *align) {
     tn_context *ctx = plan->ctx;
-    const char *name = NULL;
-    tn_io_info info;
-    if (tn_fusion_io_info(plan->fusion, role[0] == 'i' ? TN_IO_INPUT : TN_IO_OUTPUT, i, &info) == TN_STATUS_OK)
-        name = info.name;
+    const char *name = io->name;
+    const tn_dtype dtype = io->dtype;
     if (!t->data)
         return tn_set_error(ctx, TN_STATUS_INVALID_ARGUMENT, "launch: %s %d ('%s') has a null data pointer", role, i, name);
     if (t->dtype != dtype)
@@ -208,7 +209,7 @@ static tn_status check_tensor(tn_plan *plan, const char *role, int i, const tn_t
                             name, tn_dtype_name(t->dtype), tn_dtype_name(dtype));
     int64_t size = (int64_t)tn_dtype_size(dtype);
     *stride = 0;
-    if (shape == TN_SHAPE_ROW) {
+    if (io->shape == TN_SHAPE_ROW) {
         *stride = t->row_stride ? t->row_stride : plan->cols;
         if (*stride < plan->cols)
             return tn_set_error(ctx, TN_STATUS_INVALID_ARGUMENT, "launch: %s %d ('%s'): row stride %lld is less than "
@@ -257,7 +258,6 @@ tn_status tn_plan_prepare(tn_plan *plan, const tn_launch_args *args, tn_prepared
     tn_context *ctx = plan->ctx;
     const tn_fusion *f = plan->fusion;
     if (!args || !out) return tn_set_error(ctx, TN_STATUS_INVALID_ARGUMENT, "launch: null arguments");
-    if (!ctx->has_gpu) return tn_set_error(ctx, TN_STATUS_NO_DEVICE, "launch: no GPU: %s", ctx->no_gpu_reason);
     if (args->num_inputs != f->num_inputs || args->num_outputs != f->num_outputs || args->num_params != f->num_params)
         return tn_set_error(ctx, TN_STATUS_INVALID_ARGUMENT, "launch: fusion '%s' takes %d inputs, %d outputs and %d "
                             "params; got %d, %d and %d", f->name, f->num_inputs, f->num_outputs, f->num_params,
@@ -267,25 +267,25 @@ tn_status tn_plan_prepare(tn_plan *plan, const tn_launch_args *args, tn_prepared
     tn_kernel_arg *vals = out->vals;
     int n = 0, align = 16;
     for (int i = 0; i < f->num_inputs; i++) {
-        const tn_node *node = &f->nodes[tn_fusion_input_node(f, i)];
         int64_t stride;
-        tn_status st = check_tensor(plan, "input", i, &args->inputs[i], node->dtype, node->shape, &stride, &align);
+        tn_status st = check_tensor(plan, "input", i, &args->inputs[i], &plan->inputs[i], &stride, &align);
         if (st != TN_STATUS_OK) return st;
         vals[n++].ptr = args->inputs[i].data;
-        if (node->shape == TN_SHAPE_ROW) vals[n++].i64 = stride;
+        if (plan->inputs[i].shape == TN_SHAPE_ROW) vals[n++].i64 = stride;
     }
     for (int o = 0; o < f->num_outputs; o++) {
-        tn_shape_class shape = f->nodes[f->outputs[o].value.index].shape;
         int64_t stride;
-        tn_status st = check_tensor(plan, "output", o, &args->outputs[o], f->outputs[o].dtype, shape, &stride, &align);
+        tn_status st = check_tensor(plan, "output", o, &args->outputs[o], &plan->outputs[o], &stride, &align);
         if (st != TN_STATUS_OK) return st;
         vals[n++].ptr = args->outputs[o].data;
-        if (shape == TN_SHAPE_ROW) vals[n++].i64 = stride;
+        if (plan->outputs[o].shape == TN_SHAPE_ROW) vals[n++].i64 = stride;
     }
     for (int k = 0; k < f->num_params; k++) vals[n++].f32 = args->params[k];
     vals[n++].i64 = plan->rows;
     for (int i = 0; i < n; i++) out->ptrs[i] = &vals[i];
 
+    /* Arguments are checked first, so a machine without a GPU tests them too. */
+    if (!ctx->has_gpu) return tn_set_error(ctx, TN_STATUS_NO_DEVICE, "launch: no GPU: %s", ctx->no_gpu_reason);
     tn_status st = tn_context_bind(ctx);
     tn_variant *v = NULL;
     if (st == TN_STATUS_OK) st = variant_for(plan, align, args->stream, &v);
