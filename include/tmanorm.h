@@ -18,6 +18,19 @@ extern "C" {
 #define TN_VERSION_MAJOR 0
 #define TN_VERSION_MINOR 1
 
+/* Shapes a plan accepts: 1 <= M <= TN_MAX_ROWS and 1 <= N <= TN_MAX_COLS, and
+   the tensors' bytes must fit in 64 bits. */
+#define TN_MAX_ROWS (1LL << 48)
+#define TN_MAX_COLS 2147483647LL
+
+/* What one fusion may hold; the builder and the verifier refuse more. */
+#define TN_MAX_VALUES 1024          /* values (ops) of all kinds */
+#define TN_MAX_INPUTS 32
+#define TN_MAX_OUTPUTS 32
+#define TN_MAX_PARAMS 32
+#define TN_MAX_REDUCTIONS 64        /* inner reductions that reach an output */
+#define TN_MAX_REDUCTION_LEVELS 16  /* reductions in a chain, each needing the one before */
+
 typedef enum tn_status {
     TN_STATUS_OK = 0,
     TN_STATUS_INVALID_ARGUMENT, /* a null pointer, a bad shape, stride or dtype */

@@ -82,16 +82,16 @@ static void input_range(const char *name, float *lo, float *hi) {
     else *lo = -2.0f, *hi = 2.0f;
 }
 
-static tn_status helper_kernel(tn_context *ctx, const char *body, CUfunction *fn) {
+/* A harness kernel from the context's cache; the caller releases it once its
+   launches have finished. */
+static tn_status helper_kernel(tn_context *ctx, const char *body, tn_kernel **k) {
     size_t n = strlen(tn_device_cuh) + strlen(body) + 2;
     char *src = malloc(n);
     if (!src) return tn_set_error(ctx, TN_STATUS_OUT_OF_MEMORY, "harness: out of memory");
     snprintf(src, n, "%s\n%s", tn_device_cuh, body);
-    tn_kernel *k = NULL;
     int compiled;
-    tn_status st = tn_cache_get(ctx, src, &k, &compiled);
+    tn_status st = tn_cache_get(ctx, src, k, &compiled);
     free(src);
-    if (st == TN_STATUS_OK) *fn = k->fn;
     return st;
 }
 
@@ -167,7 +167,7 @@ static uint64_t input_seed(uint64_t seed, int i) { return seed * 1000003ull + (u
 
 static tn_status fill_inputs(tn_context *ctx, buffer_set *s, uint64_t seed) {
     tn_status st = TN_STATUS_OK;
-    CUfunction fill;
+    tn_kernel *fill = NULL;
     TRY(helper_kernel(ctx, k_fill_src, &fill));
     for (int i = 0; i < s->num_in; i++) {
         tensor_buf *b = &s->in[i];
@@ -177,9 +177,11 @@ static tn_status fill_inputs(tn_context *ctx, buffer_set *s, uint64_t seed) {
         float lo, hi;
         input_range(b->info.name, &lo, &hi);
         void *args[] = {&b->t.data, &n, &dtype, &sd, &lo, &hi};
-        CU(ctx->cu->LaunchKernel(fill, 1024, 1, 1, 256, 1, 1, 0, NULL, args, NULL));
+        CU(ctx->cu->LaunchKernel(fill->fn, 1024, 1, 1, 256, 1, 1, 0, NULL, args, NULL));
     }
+    CU(ctx->cu->CtxSynchronize());
 done:
+    tn_cache_release(ctx, fill);
     return st;
 }
 
@@ -206,6 +208,7 @@ tn_status tn_gpu_check(tn_plan *plan, const float *params, const tn_check_option
     void *host_in[TN_MAX_IO] = {0}, *host_out[TN_MAX_IO] = {0};
     double *ref[TN_MAX_IO] = {0};
     CUdeviceptr counts = 0;
+    tn_kernel *poison = NULL;
     const int64_t rows = tn_plan_rows(plan), cols = tn_plan_cols(plan);
     if (!ctx->has_gpu) return tn_set_error(ctx, TN_STATUS_NO_DEVICE, "check: no GPU: %s", ctx->no_gpu_reason);
     const int samples = (int)(rows < opts->sample_rows ? rows : opts->sample_rows);
@@ -220,7 +223,6 @@ tn_status tn_gpu_check(tn_plan *plan, const float *params, const tn_check_option
     CU(ctx->cu->CtxSynchronize());
 
     /* Every element written, nothing outside the rows touched. */
-    CUfunction poison;
     TRY(helper_kernel(ctx, k_poison_src, &poison));
     CU(ctx->cu->MemAlloc(&counts, 2 * sizeof(unsigned long long)));
     for (int o = 0; o < s.num_out; o++) {
@@ -232,7 +234,7 @@ tn_status tn_gpu_check(tn_plan *plan, const float *params, const tn_check_option
         long long total = (long long)((b->bytes - (size_t)opts->byte_offset) / (size_t)size);
         void *p = b->t.data;
         void *args[] = {&p, &r, &cl, &sd, &total, &size, &counts};
-        CU(ctx->cu->LaunchKernel(poison, 1024, 1, 1, 256, 1, 1, 0, NULL, args, NULL));
+        CU(ctx->cu->LaunchKernel(poison->fn, 1024, 1, 1, 256, 1, 1, 0, NULL, args, NULL));
         CU(ctx->cu->MemcpyDtoH(c, counts, sizeof c));
         res->unwritten += (int64_t)c[0];
         if (c[1] && !res->detail[0])
@@ -310,6 +312,7 @@ tn_status tn_gpu_check(tn_plan *plan, const float *params, const tn_check_option
     }
     res->passed = res->bad == 0 && res->unwritten == 0;
 done:
+    tn_cache_release(ctx, poison);
     if (counts) ctx->cu->MemFree(counts);
     for (int i = 0; i < TN_MAX_IO; i++) free(host_in[i]), free(host_out[i]), free(ref[i]);
     free_set(ctx, &s);

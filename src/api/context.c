@@ -1,7 +1,6 @@
 /* Context creation, device discovery and error reporting. */
 #include "api/context.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -40,25 +39,9 @@ tn_status tn_device_props_for_target(const char *target, tn_device_props *out) {
     return TN_STATUS_INVALID_ARGUMENT;
 }
 
-tn_status tn_set_error(tn_context *ctx, tn_status status, const char *fmt, ...) {
-    if (!ctx) return status;
-    tn_strbuf sb;
-    tn_strbuf_init(&sb, &ctx->alloc);
-    va_list ap;
-    va_start(ap, fmt);
-    tn_strbuf_vprintf(&sb, fmt, ap);
-    va_end(ap);
-    char *text = tn_strbuf_take(&sb);
-    pthread_mutex_lock(&ctx->lock);
-    tn_free(&ctx->alloc, ctx->last_error);
-    ctx->last_error = text; /* NULL if even the message could not be allocated */
-    pthread_mutex_unlock(&ctx->lock);
-    return status;
-}
-
 const char *tn_context_last_error(const tn_context *ctx) {
     if (!ctx) return "null context";
-    return ctx->last_error ? ctx->last_error : "";
+    return tn_error_text(ctx);
 }
 
 int tn_context_has_gpu(const tn_context *ctx) { return ctx && ctx->has_gpu; }
@@ -145,6 +128,8 @@ tn_status tn_context_bind(tn_context *ctx) {
     return TN_STATUS_OK;
 }
 
+static void finalize(tn_context *ctx);
+
 tn_status tn_context_create(const tn_context_options *options, tn_context **out) {
     if (!out) return TN_STATUS_INVALID_ARGUMENT;
     *out = NULL;
@@ -160,9 +145,9 @@ tn_status tn_context_create(const tn_context_options *options, tn_context **out)
 
     tn_context *ctx = tn_calloc(a, 1, sizeof *ctx);
     if (!ctx) return TN_STATUS_OUT_OF_MEMORY;
-    ctx->alloc = *a;
-    pthread_mutex_init(&ctx->lock, NULL);
+    tn_base_init(&ctx->base, a, finalize);
     pthread_mutex_init(&ctx->cache_lock, NULL);
+    pthread_cond_init(&ctx->cache_cond, NULL);
     tn_cache_init(&ctx->cache);
     tn_status st = opts.force_target ? TN_STATUS_NO_DEVICE : open_device(ctx, opts.device);
     if (st == TN_STATUS_NO_DEVICE) {
@@ -172,7 +157,7 @@ tn_status tn_context_create(const tn_context_options *options, tn_context **out)
         ctx->props = target_props;
         st = TN_STATUS_OK;
     } else if (st != TN_STATUS_OK) {
-        tn_context_destroy(ctx);
+        finalize(ctx);
         return st;
     }
     set_arch(ctx);
@@ -180,13 +165,14 @@ tn_status tn_context_create(const tn_context_options *options, tn_context **out)
     return TN_STATUS_OK;
 }
 
-void tn_context_destroy(tn_context *ctx) {
-    if (!ctx) return;
+/* Runs when the last of the caller's handle, its fusions and its plans lets go. */
+static void finalize(tn_context *ctx) {
     tn_cache_destroy(&ctx->cache, ctx);
     if (ctx->has_gpu) ctx->cu->DevicePrimaryCtxRelease(ctx->device);
-    tn_free(&ctx->alloc, ctx->last_error);
-    pthread_mutex_destroy(&ctx->lock);
     pthread_mutex_destroy(&ctx->cache_lock);
-    tn_allocator a = ctx->alloc;
+    pthread_cond_destroy(&ctx->cache_cond);
+    tn_allocator a = ctx->base.alloc;
     tn_free(&a, ctx);
 }
+
+void tn_context_destroy(tn_context *ctx) { tn_context_release(ctx); }

@@ -8,12 +8,12 @@
 #include "rt/cache.h"
 #include "rt/cuda.h"
 #include "tmanorm.h"
+#include "util/base.h"
 
 struct tn_context {
-    tn_allocator alloc;
-    pthread_mutex_t lock;       /* guards last_error */
-    pthread_mutex_t cache_lock; /* guards the cache (held while compiling) */
-    char *last_error;
+    tn_base base; /* first: stages below api/ see a context as its tn_base */
+    pthread_mutex_t cache_lock; /* guards the cache's list (never held while compiling) */
+    pthread_cond_t cache_cond;  /* signalled when a kernel being compiled is ready or dropped */
     tn_device_props props;
     char arch[16]; /* NVRTC target, e.g. "sm_90a" */
     int has_gpu;
@@ -24,11 +24,6 @@ struct tn_context {
     tn_cache cache;
 };
 
-/* Records a formatted message as the context's last error; returns status. */
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-tn_status tn_set_error(tn_context *ctx, tn_status status, const char *fmt, ...);
 /* Makes the context's CUDA context current on this thread if it is not. */
 tn_status tn_context_bind(tn_context *ctx);
 

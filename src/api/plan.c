@@ -18,8 +18,9 @@
 typedef struct tn_variant {
     tn_plan_desc desc;
     char *source;
-    tn_kernel *kernel;
-    atomic_int ready; /* set once desc, source and kernel are final */
+    tn_kernel *kernel; /* held from the cache until the plan is destroyed */
+    int compiled;      /* 1: this plan compiled the kernel (0: a cache hit) */
+    atomic_int ready;  /* set once desc, source and kernel are final */
 } tn_variant;
 
 struct tn_plan {
@@ -43,7 +44,7 @@ static int align_class(int align) {
 static tn_status build_variant(tn_plan *plan, tn_variant *var, const tn_plan_desc *desc) {
     tn_context *ctx = plan->ctx;
     tn_strbuf sb;
-    tn_strbuf_init(&sb, &ctx->alloc);
+    tn_strbuf_init(&sb, &ctx->base.alloc);
     tn_codegen(plan->fusion, &plan->an, desc, &sb);
     char *source = tn_strbuf_take(&sb);
     if (!source) return tn_set_error(ctx, TN_STATUS_OUT_OF_MEMORY, "codegen: out of memory");
@@ -51,12 +52,13 @@ static tn_status build_variant(tn_plan *plan, tn_variant *var, const tn_plan_des
     int compiled = 0;
     tn_status st = tn_cache_get(ctx, source, &k, &compiled);
     if (st != TN_STATUS_OK) {
-        tn_free(&ctx->alloc, source);
+        tn_free(&ctx->base.alloc, source);
         return st;
     }
     var->desc = *desc;
     var->source = source;
     var->kernel = k;
+    var->compiled = compiled;
     atomic_store(&var->ready, 1);
     return TN_STATUS_OK;
 }
@@ -86,10 +88,14 @@ static tn_status replay(tn_plan *plan, const char *json, int align, tn_plan_desc
 void tn_plan_destroy(tn_plan *plan) {
     if (!plan) return;
     tn_context *ctx = plan->ctx;
-    for (int i = 0; i < TN_ALIGN_CLASSES; i++) tn_free(&ctx->alloc, plan->variants[i].source);
+    for (int i = 0; i < TN_ALIGN_CLASSES; i++) {
+        tn_free(&ctx->base.alloc, plan->variants[i].source);
+        tn_cache_release(ctx, plan->variants[i].kernel);
+    }
     tn_fusion_destroy(plan->fusion);
     pthread_mutex_destroy(&plan->lock);
-    tn_free(&ctx->alloc, plan);
+    tn_free(&ctx->base.alloc, plan);
+    tn_context_release(ctx);
 }
 
 tn_status tn_plan_create(tn_context *ctx, const tn_fusion *f, int64_t rows, int64_t cols,
@@ -100,8 +106,10 @@ tn_status tn_plan_create(tn_context *ctx, const tn_fusion *f, int64_t rows, int6
     if (rows < 1 || cols < 1)
         return tn_set_error(ctx, TN_STATUS_INVALID_ARGUMENT, "tn_plan_create: rows (M = %lld) and cols (N = %lld) "
                             "must be at least 1", (long long)rows, (long long)cols);
-    if (cols > 0x7fffffff)
+    if (cols > TN_MAX_COLS)
         return tn_set_error(ctx, TN_STATUS_UNSUPPORTED, "tn_plan_create: cols (N = %lld) above 2^31 - 1", (long long)cols);
+    if (rows > TN_MAX_ROWS)
+        return tn_set_error(ctx, TN_STATUS_UNSUPPORTED, "tn_plan_create: rows (M = %lld) above 2^48", (long long)rows);
     tn_plan_options opts = {16, NULL, NULL};
     if (options) opts = *options;
     if (opts.align_bytes == 0) opts.align_bytes = 16;
@@ -116,8 +124,9 @@ tn_status tn_plan_create(tn_context *ctx, const tn_fusion *f, int64_t rows, int6
     tn_status st = tn_fusion_verify(f);
     if (st != TN_STATUS_OK) return st;
 
-    tn_plan *plan = tn_calloc(&ctx->alloc, 1, sizeof *plan);
+    tn_plan *plan = tn_calloc(&ctx->base.alloc, 1, sizeof *plan);
     if (!plan) return tn_set_error(ctx, TN_STATUS_OUT_OF_MEMORY, "plan: out of memory");
+    tn_context_retain(ctx);
     plan->ctx = ctx;
     plan->rows = rows;
     plan->cols = cols;
@@ -126,6 +135,16 @@ tn_status tn_plan_create(tn_context *ctx, const tn_fusion *f, int64_t rows, int6
     st = tn_fusion_clone(f, &plan->fusion);
     if (st != TN_STATUS_OK) goto done;
     tn_analyze(plan->fusion, &plan->an);
+    char limit[320];
+    if (!tn_analysis_within_limits(&plan->an, limit, sizeof limit)) {
+        st = tn_set_error(ctx, TN_STATUS_UNSUPPORTED, "fusion '%s': %s", plan->fusion->name, limit);
+        goto done;
+    }
+    if (tn_analysis_bytes(&plan->an, rows, cols) < 0) {
+        st = tn_set_error(ctx, TN_STATUS_UNSUPPORTED, "fusion '%s' at [%lld, %lld]: its tensors hold more than "
+                          "2^63 bytes", plan->fusion->name, (long long)rows, (long long)cols);
+        goto done;
+    }
     for (int i = 0; i < plan->fusion->num_inputs; i++) tn_fusion_io_info(plan->fusion, TN_IO_INPUT, i, &plan->inputs[i]);
     for (int o = 0; o < plan->fusion->num_outputs; o++) tn_fusion_io_info(plan->fusion, TN_IO_OUTPUT, o, &plan->outputs[o]);
     tn_plan_desc desc;
@@ -148,7 +167,7 @@ tn_status tn_plan_describe(const tn_plan *plan, tn_describe_what what, char *buf
     tn_context *ctx = plan->ctx;
     const tn_variant *v = plan->primary;
     tn_strbuf sb;
-    tn_strbuf_init(&sb, &ctx->alloc);
+    tn_strbuf_init(&sb, &ctx->base.alloc);
     switch (what) {
     case TN_DESCRIBE_TEXT:
         tn_plan_desc_text(&v->desc, &sb);
@@ -171,13 +190,14 @@ tn_status tn_plan_describe(const tn_plan *plan, tn_describe_what what, char *buf
     char *text = tn_strbuf_take(&sb);
     if (!text) return tn_set_error(ctx, TN_STATUS_OUT_OF_MEMORY, "describe: out of memory");
     tn_status st = tn_copy_out(text, buf, cap, needed);
-    tn_free(&ctx->alloc, text);
+    tn_free(&ctx->base.alloc, text);
     return st;
 }
 
 tn_status tn_plan_resources(const tn_plan *plan, tn_resources *out) {
     if (!plan || !out) return TN_STATUS_INVALID_ARGUMENT;
     *out = plan->primary->kernel->res;
+    if (!plan->primary->compiled) out->compile_ms = 0;
     out->block_threads = plan->primary->desc.block_threads;
     out->grid_blocks = plan->primary->desc.grid;
     return TN_STATUS_OK;
@@ -214,6 +234,13 @@ static tn_status check_tensor(tn_plan *plan, const char *role, int i, const tn_t
         if (*stride < plan->cols)
             return tn_set_error(ctx, TN_STATUS_INVALID_ARGUMENT, "launch: %s %d ('%s'): row stride %lld is less than "
                                 "N = %lld", role, i, name, (long long)*stride, (long long)plan->cols);
+        /* The kernel forms row * stride + column offsets in 64 bits: the last byte must be addressable. */
+        int64_t last;
+        if (__builtin_mul_overflow(plan->rows - 1, *stride, &last) || __builtin_add_overflow(last, plan->cols, &last) ||
+            __builtin_mul_overflow(last, size, &last) || (uint64_t)last > UINTPTR_MAX - (uintptr_t)t->data)
+            return tn_set_error(ctx, TN_STATUS_INVALID_ARGUMENT, "launch: %s %d ('%s'): %lld rows of stride %lld "
+                                "do not fit in the address space", role, i, name, (long long)plan->rows,
+                                (long long)*stride);
     }
     int a = tensor_align(t, *stride * size);
     if (a < size)

@@ -1,7 +1,7 @@
 /* The built-in fusions, written with the public builder like any user's. */
 #include <string.h>
 
-#include "api/context.h"
+#include "util/base.h"
 #include "ir/ir.h"
 
 static const char *const k_builtin_names[TN_BUILTIN_COUNT] = {"rmsnorm", "layernorm", "softmax",

@@ -3,7 +3,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "api/context.h"
+#include "util/base.h"
 #include "ir/ir.h"
 #include "util/alloc.h"
 
@@ -43,16 +43,17 @@ const char *tn_shape_class_name(tn_shape_class s) {
 tn_status tn_fusion_create(tn_context *ctx, const char *name, tn_fusion **out) {
     if (!ctx || !out) return TN_STATUS_INVALID_ARGUMENT;
     *out = NULL;
-    tn_fusion *f = tn_calloc(&ctx->alloc, 1, sizeof *f);
+    tn_fusion *f = tn_calloc(tn_ctx_alloc(ctx), 1, sizeof *f);
     if (!f) return tn_set_error(ctx, TN_STATUS_OUT_OF_MEMORY, "fusion: out of memory");
     f->ctx = ctx;
-    f->alloc = ctx->alloc;
+    f->alloc = *tn_ctx_alloc(ctx);
     f->id = atomic_fetch_add(&g_next_fusion_id, 1);
     f->name = tn_strdup(&f->alloc, name ? name : "fusion");
     if (!f->name) {
         tn_free(&f->alloc, f);
         return tn_set_error(ctx, TN_STATUS_OUT_OF_MEMORY, "fusion: out of memory");
     }
+    tn_context_retain(ctx);
     *out = f;
     return TN_STATUS_OK;
 }
@@ -64,8 +65,10 @@ void tn_fusion_destroy(tn_fusion *f) {
     tn_free(&f->alloc, f->nodes);
     tn_free(&f->alloc, f->outputs);
     tn_free(&f->alloc, f->name);
+    tn_context *ctx = f->ctx;
     tn_allocator a = f->alloc;
     tn_free(&a, f);
+    tn_context_release(ctx);
 }
 
 static int grow(const tn_allocator *a, void **items, int *cap, int count, size_t size) {
@@ -117,6 +120,9 @@ static tn_status add_named(tn_fusion *f, tn_node *n, const char *name, tn_value 
 tn_status tn_fusion_input(tn_fusion *f, const char *name, tn_dtype dtype, tn_shape_class shape,
                           tn_value *out) {
     if (!f) return TN_STATUS_INVALID_ARGUMENT;
+    if (f->num_inputs >= TN_MAX_INPUTS)
+        return tn_set_error(f->ctx, TN_STATUS_INVALID_ARGUMENT, "fusion '%s' has %d inputs; at most %d are supported",
+                            f->name, f->num_inputs + 1, TN_MAX_INPUTS);
     tn_node n = {.kind = TN_OP_INPUT, .dtype = dtype, .shape = shape, .io_index = f->num_inputs};
     tn_status st = add_named(f, &n, name, out);
     if (st == TN_STATUS_OK) f->num_inputs++;
@@ -125,6 +131,9 @@ tn_status tn_fusion_input(tn_fusion *f, const char *name, tn_dtype dtype, tn_sha
 
 tn_status tn_fusion_param(tn_fusion *f, const char *name, tn_value *out) {
     if (!f) return TN_STATUS_INVALID_ARGUMENT;
+    if (f->num_params >= TN_MAX_PARAMS)
+        return tn_set_error(f->ctx, TN_STATUS_INVALID_ARGUMENT, "fusion '%s' has %d params; at most %d are supported",
+                            f->name, f->num_params + 1, TN_MAX_PARAMS);
     tn_node n = {.kind = TN_OP_PARAM, .dtype = TN_DTYPE_F32, .shape = TN_SHAPE_SCALAR,
                  .io_index = f->num_params};
     tn_status st = add_named(f, &n, name, out);
@@ -188,9 +197,9 @@ tn_status tn_fusion_reduce(tn_fusion *f, tn_reduce_op op, tn_axis axis, tn_value
 tn_status tn_fusion_output(tn_fusion *f, const char *name, tn_value v, tn_dtype dtype) {
     if (!f) return TN_STATUS_INVALID_ARGUMENT;
     if (!name) return tn_set_error(f->ctx, TN_STATUS_INVALID_ARGUMENT, "builder: null output name");
-    if (f->num_outputs >= TN_MAX_IO)
-        return tn_set_error(f->ctx, TN_STATUS_INVALID_ARGUMENT, "fusion '%s' has more than %d outputs",
-                            f->name, TN_MAX_IO);
+    if (f->num_outputs >= TN_MAX_OUTPUTS)
+        return tn_set_error(f->ctx, TN_STATUS_INVALID_ARGUMENT, "fusion '%s' has %d outputs; at most %d are supported",
+                            f->name, f->num_outputs + 1, TN_MAX_OUTPUTS);
     if (!grow(&f->alloc, (void **)&f->outputs, &f->cap_outputs, f->num_outputs, sizeof(tn_output)))
         return tn_set_error(f->ctx, TN_STATUS_OUT_OF_MEMORY, "fusion: out of memory");
     char *copy = tn_strdup(&f->alloc, name);

@@ -7,8 +7,11 @@
 
 #include "tmanorm.h"
 
-#define TN_MAX_NODES 1024
-#define TN_MAX_IO 32
+#define TN_MAX_NODES TN_MAX_VALUES
+#define TN_MAX_IO 32 /* the largest of TN_MAX_INPUTS, TN_MAX_OUTPUTS, TN_MAX_PARAMS */
+#if TN_MAX_INPUTS > TN_MAX_IO || TN_MAX_OUTPUTS > TN_MAX_IO || TN_MAX_PARAMS > TN_MAX_IO
+#error "TN_MAX_IO must bound every I/O limit"
+#endif
 
 typedef enum tn_op_kind {
     TN_OP_INPUT = 0,

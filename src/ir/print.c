@@ -1,7 +1,7 @@
 /* The printer and the structural hash. */
 #include <string.h>
 
-#include "api/context.h"
+#include "util/base.h"
 #include "ir/ir.h"
 #include "util/alloc.h"
 #include "util/hash.h"

@@ -2,7 +2,7 @@
    value and the rule. Planning and the reference run only verified fusions. */
 #include <string.h>
 
-#include "api/context.h"
+#include "util/base.h"
 #include "ir/ir.h"
 #include "util/dtype.h"
 
@@ -23,6 +23,12 @@ tn_status tn_fusion_verify(const tn_fusion *f) {
     if (!f) return TN_STATUS_INVALID_ARGUMENT;
     /* outer[i]: value i is (derived from) an outer reduction, known only after all rows. */
     unsigned char outer[TN_MAX_NODES] = {0};
+    /* The builder refuses more; a fusion is checked whole in case it was built some other way. */
+    if (f->num_nodes > TN_MAX_VALUES || f->num_inputs > TN_MAX_INPUTS || f->num_params > TN_MAX_PARAMS ||
+        f->num_outputs > TN_MAX_OUTPUTS)
+        FAIL("fusion '%s' is too large: %d values (at most %d), %d inputs (%d), %d params (%d), %d outputs (%d)",
+             f->name, f->num_nodes, TN_MAX_VALUES, f->num_inputs, TN_MAX_INPUTS, f->num_params, TN_MAX_PARAMS,
+             f->num_outputs, TN_MAX_OUTPUTS);
     if (f->num_nodes == 0 || f->num_outputs == 0)
         FAIL("fusion '%s' is empty: it has %d values and %d outputs; a fusion needs at least one output",
              f->name, f->num_nodes, f->num_outputs);

@@ -3,7 +3,7 @@
 
 #include <math.h>
 
-#include "api/context.h"
+#include "util/base.h"
 #include "ir/ir.h"
 #include "util/alloc.h"
 #include "util/dtype.h"

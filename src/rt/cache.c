@@ -11,20 +11,43 @@
 void tn_cache_init(tn_cache *c) { memset(c, 0, sizeof *c); }
 
 static void kernel_free(tn_context *ctx, tn_kernel *k) {
-    if (k->module && ctx->has_gpu) ctx->cu->ModuleUnload(k->module);
-    tn_free(&ctx->alloc, k->key);
-    tn_free(&ctx->alloc, k->image);
-    tn_free(&ctx->alloc, k->log);
-    tn_free(&ctx->alloc, k);
+    if (k->module && ctx->has_gpu && tn_context_bind(ctx) == TN_STATUS_OK) ctx->cu->ModuleUnload(k->module);
+    tn_free(&ctx->base.alloc, k->key);
+    tn_free(&ctx->base.alloc, k->image);
+    tn_free(&ctx->base.alloc, k->log);
+    tn_free(&ctx->base.alloc, k);
 }
 
 void tn_cache_destroy(tn_cache *c, tn_context *ctx) {
-    if (ctx->has_gpu) tn_context_bind(ctx);
     for (tn_kernel *k = c->head, *next; k; k = next) {
         next = k->next;
         kernel_free(ctx, k);
     }
     tn_cache_init(c);
+}
+
+static void unlink_kernel(tn_cache *c, tn_kernel *k) {
+    for (tn_kernel **p = &c->head; *p; p = &(*p)->next)
+        if (*p == k) {
+            *p = k->next;
+            c->count--;
+            return;
+        }
+}
+
+/* Under the lock: frees the least recently used unused kernels beyond the bound. */
+static void evict(tn_context *ctx) {
+    tn_cache *c = &ctx->cache;
+    while (c->idle > TN_CACHE_IDLE_MAX) {
+        tn_kernel *oldest = NULL;
+        for (tn_kernel *k = c->head; k; k = k->next)
+            if (k->ready && k->users == 0 && (!oldest || k->last_use < oldest->last_use)) oldest = k;
+        if (!oldest) return;
+        unlink_kernel(c, oldest);
+        c->idle--;
+        c->evictions++;
+        kernel_free(ctx, oldest);
+    }
 }
 
 /* Loads k's image into the context's GPU and reads back what the driver says
@@ -49,49 +72,84 @@ static tn_status load(tn_context *ctx, tn_kernel *k) {
     return TN_STATUS_OK;
 }
 
+/* Compiles (and loads) k outside the lock; k is in the list, not ready. */
+static tn_status build(tn_context *ctx, const char *source, tn_kernel *k) {
+    tn_status st = tn_nvrtc_compile(ctx, source, ctx->arch, &k->image, &k->image_size, &k->log, &k->res.compile_ms);
+    if (st != TN_STATUS_OK) return st;
+    tn_parse_ptxas_log(k->log, &k->res);
+    return ctx->has_gpu ? load(ctx, k) : TN_STATUS_OK;
+}
+
 tn_status tn_cache_get(tn_context *ctx, const char *source, tn_kernel **out, int *compiled) {
-    tn_status st = TN_STATUS_OK;
+    tn_cache *c = &ctx->cache;
     tn_strbuf key;
-    tn_strbuf_init(&key, &ctx->alloc);
-    tn_strbuf_printf(&key, "%s\n// arch %s nvrtc %s opts --std=c++17 -Xptxas=-v\n", source, ctx->arch,
-                     tn_nvrtc_version());
+    tn_strbuf_init(&key, &ctx->base.alloc);
+    tn_strbuf_printf(&key, "%s\n// arch %s nvrtc %s opts", source, ctx->arch, tn_nvrtc_version());
+    for (int i = 0; i < TN_NVRTC_OPTION_COUNT; i++) tn_strbuf_printf(&key, " %s", tn_nvrtc_options[i]);
     char *key_text = tn_strbuf_take(&key);
     if (!key_text) return tn_set_error(ctx, TN_STATUS_OUT_OF_MEMORY, "cache: out of memory");
-    uint64_t h = tn_hash_bytes(TN_HASH_INIT, key_text, strlen(key_text));
+    const uint64_t h = tn_hash_bytes(TN_HASH_INIT, key_text, strlen(key_text));
     *compiled = 0;
     pthread_mutex_lock(&ctx->cache_lock);
-    tn_kernel *k = ctx->cache.head;
-    while (k && !(k->hash == h && strcmp(k->key, key_text) == 0)) k = k->next;
-    if (k) {
-        ctx->cache.hits++;
-        tn_free(&ctx->alloc, key_text);
-        key_text = NULL;
-    } else {
-        /* Compiling under the lock keeps one compile per key. */
-        k = tn_calloc(&ctx->alloc, 1, sizeof *k);
-        if (!k) {
-            st = tn_set_error(ctx, TN_STATUS_OUT_OF_MEMORY, "cache: out of memory");
-            goto done;
-        }
-        k->hash = h;
-        k->key = key_text;
-        key_text = NULL;
-        st = tn_nvrtc_compile(ctx, source, ctx->arch, &k->image, &k->image_size, &k->log, &k->res.compile_ms);
-        if (st != TN_STATUS_OK) {
-            kernel_free(ctx, k);
-            goto done;
-        }
-        tn_parse_ptxas_log(k->log, &k->res);
-        k->next = ctx->cache.head;
-        ctx->cache.head = k;
-        ctx->cache.count++;
-        ctx->cache.misses++;
-        *compiled = 1;
+    tn_kernel *k;
+    for (;;) {
+        k = c->head;
+        while (k && !(k->hash == h && strcmp(k->key, key_text) == 0)) k = k->next;
+        if (!k || k->ready) break;
+        /* Another thread compiles this key: wait for it (or for it to fail). */
+        pthread_cond_wait(&ctx->cache_cond, &ctx->cache_lock);
     }
-    if (ctx->has_gpu && !k->module) st = load(ctx, k);
-    if (st == TN_STATUS_OK) *out = k;
-done:
+    if (k) {
+        c->hits++;
+        if (k->users++ == 0) c->idle--;
+        k->last_use = ++c->clock;
+        pthread_mutex_unlock(&ctx->cache_lock);
+        tn_free(&ctx->base.alloc, key_text);
+        *out = k;
+        return TN_STATUS_OK;
+    }
+    k = tn_calloc(&ctx->base.alloc, 1, sizeof *k);
+    if (!k) {
+        pthread_mutex_unlock(&ctx->cache_lock);
+        tn_free(&ctx->base.alloc, key_text);
+        return tn_set_error(ctx, TN_STATUS_OUT_OF_MEMORY, "cache: out of memory");
+    }
+    k->hash = h;
+    k->key = key_text;
+    k->users = 1;
+    k->next = c->head;
+    c->head = k;
+    c->count++;
+    c->misses++;
     pthread_mutex_unlock(&ctx->cache_lock);
-    tn_free(&ctx->alloc, key_text);
-    return st;
+
+    tn_status st = build(ctx, source, k);
+
+    pthread_mutex_lock(&ctx->cache_lock);
+    if (st == TN_STATUS_OK) {
+        k->ready = 1;
+        k->last_use = ++c->clock;
+    } else {
+        unlink_kernel(c, k);
+    }
+    pthread_cond_broadcast(&ctx->cache_cond);
+    pthread_mutex_unlock(&ctx->cache_lock);
+    if (st != TN_STATUS_OK) {
+        kernel_free(ctx, k);
+        return st;
+    }
+    *compiled = 1;
+    *out = k;
+    return TN_STATUS_OK;
+}
+
+void tn_cache_release(tn_context *ctx, tn_kernel *k) {
+    if (!k) return;
+    pthread_mutex_lock(&ctx->cache_lock);
+    k->last_use = ++ctx->cache.clock;
+    if (--k->users == 0) {
+        ctx->cache.idle++;
+        evict(ctx);
+    }
+    pthread_mutex_unlock(&ctx->cache_lock);
 }

@@ -1,6 +1,9 @@
 /* Compiled kernels, cached in memory per context. The key is the generated
    source, the target architecture, the NVRTC version and the options; a hit
-   compares the whole key, not only its hash. */
+   compares the whole key, not only its hash. NVRTC runs outside the cache's
+   lock: a compile blocks only the threads waiting for that same key. Kernels
+   are counted by their users (plans); unused ones are kept up to a bound, the
+   least recently used evicted first. */
 #ifndef TN_CACHE_H
 #define TN_CACHE_H
 
@@ -17,22 +20,34 @@ typedef struct tn_kernel {
     size_t image_size;
     char *log;   /* NVRTC's log: ptxas' resource report */
     tn_resources res;
-    CUmodule module; /* loaded on first use with a GPU */
+    CUmodule module; /* loaded right after the compile when there is a GPU */
     CUfunction fn;
+    int ready;          /* 0 while one thread compiles it; others wait for it */
+    int users;          /* holders (plans); never evicted while above 0 */
+    uint64_t last_use;  /* the cache's clock at the last get or release */
     struct tn_kernel *next;
 } tn_kernel;
 
+/* Unused kernels kept for reuse; beyond this the least recently used go. */
+#define TN_CACHE_IDLE_MAX 64
+
 typedef struct tn_cache {
     tn_kernel *head;
-    int count;
-    int hits, misses;
+    int count, idle;
+    int hits, misses, evictions;
+    uint64_t clock;
 } tn_cache;
 
 void tn_cache_init(tn_cache *c);
 void tn_cache_destroy(tn_cache *c, tn_context *ctx);
 /* The kernel for source on ctx's target, compiled now if not cached. With a
-   GPU it is also loaded. *compiled is 1 when this call compiled it. */
+   GPU it is also loaded. *compiled is 1 when this call compiled it. The caller
+   holds the kernel until tn_cache_release. */
 tn_status tn_cache_get(tn_context *ctx, const char *source, tn_kernel **out, int *compiled);
+void tn_cache_release(tn_context *ctx, tn_kernel *k);
+/* The compile options, one string for both the compile and the cache key. */
+extern const char *const tn_nvrtc_options[];
+#define TN_NVRTC_OPTION_COUNT 2
 
 /* Compiles source with NVRTC for arch (internal; the cache calls it).
    On failure the context's error holds NVRTC's log. */

@@ -1,5 +1,6 @@
 /* NVRTC: CUDA C -> CUBIN for the context's architecture, with ptxas' report. */
 #include <nvrtc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -8,12 +9,20 @@
 #include "rt/cache.h"
 #include "util/alloc.h"
 
-const char *tn_nvrtc_version(void) {
-    static char text[32];
+const char *const tn_nvrtc_options[TN_NVRTC_OPTION_COUNT] = {"--std=c++17", "-Xptxas=-v"};
+
+static char g_version[32];
+static pthread_once_t g_version_once = PTHREAD_ONCE_INIT;
+
+static void read_version(void) {
     int major = 0, minor = 0;
     nvrtcVersion(&major, &minor);
-    snprintf(text, sizeof text, "%d.%d", major, minor);
-    return text;
+    snprintf(g_version, sizeof g_version, "%d.%d", major, minor);
+}
+
+const char *tn_nvrtc_version(void) {
+    pthread_once(&g_version_once, read_version);
+    return g_version;
 }
 
 void tn_parse_ptxas_log(const char *log, tn_resources *res) {
@@ -56,17 +65,19 @@ tn_status tn_nvrtc_compile(tn_context *ctx, const char *source, const char *arch
     tn_status st = TN_STATUS_OK;
     char target[64];
     int ptx = pick_target(arch, target, sizeof target);
-    const char *opts[] = {target, "--std=c++17", "-Xptxas=-v"};
+    const char *opts[1 + TN_NVRTC_OPTION_COUNT] = {target};
+    for (int i = 0; i < TN_NVRTC_OPTION_COUNT; i++) opts[1 + i] = tn_nvrtc_options[i];
     double t0 = now_ms();
     nvrtcResult r = nvrtcCreateProgram(&prog, source, "tmanorm_kernel.cu", 0, NULL, NULL);
     if (r != NVRTC_SUCCESS) {
         st = tn_set_error(ctx, TN_STATUS_COMPILE_ERROR, "nvrtcCreateProgram: %s", nvrtcGetErrorString(r));
         goto done;
     }
-    nvrtcResult cr = nvrtcCompileProgram(prog, ptx ? 2 : 3, opts);
+    /* PTX output takes no ptxas option (the last one). */
+    nvrtcResult cr = nvrtcCompileProgram(prog, ptx ? TN_NVRTC_OPTION_COUNT : 1 + TN_NVRTC_OPTION_COUNT, opts);
     size_t log_size = 0;
     nvrtcGetProgramLogSize(prog, &log_size);
-    log = tn_alloc(&ctx->alloc, log_size + 1);
+    log = tn_alloc(&ctx->base.alloc, log_size + 1);
     if (!log) {
         st = tn_set_error(ctx, TN_STATUS_OUT_OF_MEMORY, "nvrtc: out of memory");
         goto done;
@@ -82,7 +93,7 @@ tn_status tn_nvrtc_compile(tn_context *ctx, const char *source, const char *arch
     }
     size_t size = 0;
     r = ptx ? nvrtcGetPTXSize(prog, &size) : nvrtcGetCUBINSize(prog, &size);
-    img = r == NVRTC_SUCCESS ? tn_alloc(&ctx->alloc, size) : NULL;
+    img = r == NVRTC_SUCCESS ? tn_alloc(&ctx->base.alloc, size) : NULL;
     if (!img) {
         st = tn_set_error(ctx, r == NVRTC_SUCCESS ? TN_STATUS_OUT_OF_MEMORY : TN_STATUS_COMPILE_ERROR,
                           "nvrtc: could not read the compiled image");
@@ -99,8 +110,8 @@ tn_status tn_nvrtc_compile(tn_context *ctx, const char *source, const char *arch
     img = log = NULL;
     *ms = now_ms() - t0;
 done:
-    tn_free(&ctx->alloc, img);
-    tn_free(&ctx->alloc, log);
+    tn_free(&ctx->base.alloc, img);
+    tn_free(&ctx->base.alloc, log);
     if (prog) nvrtcDestroyProgram(&prog);
     return st;
 }

@@ -1,7 +1,42 @@
 /* Fusion analysis (see analysis.h). */
 #include "sched/analysis.h"
 
+#include <stdio.h>
 #include <string.h>
+
+static int is_elementwise(tn_shape_class s) { return s == TN_SHAPE_ROW || s == TN_SHAPE_COL; }
+
+/* Marks the elementwise values that the roots in need[] depend on. */
+static void close_over(const tn_fusion *f, unsigned char *need) {
+    for (int i = f->num_nodes - 1; i >= 0; i--) {
+        if (!need[i]) continue;
+        const tn_node *n = &f->nodes[i];
+        for (int a = 0; a < n->nargs; a++) {
+            int k = (int)n->args[a].index;
+            if (is_elementwise(f->nodes[k].shape)) need[k] = 1;
+        }
+    }
+}
+
+/* What each phase computes per element: the operands of its reductions (or the
+   ROW outputs) and everything elementwise they need. */
+static void analyze_phases(const tn_fusion *f, tn_analysis *an) {
+    if (an->num_levels > TN_MAX_REDUCTION_LEVELS) return;
+    for (int p = 0; p <= an->num_levels; p++) {
+        unsigned char *need = an->phase_need[p];
+        const int out_phase = p == an->num_levels;
+        for (int i = 0; i < f->num_nodes; i++) {
+            const tn_node *n = &f->nodes[i];
+            if (!out_phase && an->used[i] && n->kind == TN_OP_REDUCE && n->axis == TN_AXIS_INNER &&
+                an->level[i] == p + 1)
+                need[n->args[0].index] = 1;
+        }
+        if (out_phase)
+            for (int r = 0; r < an->num_row_outputs; r++) need[f->outputs[an->row_outputs[r]].value.index] = 1;
+        close_over(f, need);
+        for (int i = 0; i < f->num_nodes; i++) an->emitted_values += need[i];
+    }
+}
 
 static void note_size(tn_analysis *an, int size) {
     if (size < an->min_row_elem_size) an->min_row_elem_size = size;
@@ -67,8 +102,33 @@ void tn_analyze(const tn_fusion *f, tn_analysis *an) {
             an->rowscalar_bytes += size;
         }
     }
+    analyze_phases(f, an);
+}
+
+int tn_analysis_within_limits(const tn_analysis *a, char *err, size_t cap) {
+    if (a->num_levels > TN_MAX_REDUCTION_LEVELS) {
+        snprintf(err, cap, "%d reductions in a chain (each needing the one before); at most %d are supported",
+                 a->num_levels, TN_MAX_REDUCTION_LEVELS);
+        return 0;
+    }
+    if (a->num_reductions > TN_MAX_REDUCTIONS) {
+        snprintf(err, cap, "%d inner reductions; at most %d are supported", a->num_reductions, TN_MAX_REDUCTIONS);
+        return 0;
+    }
+    if (a->emitted_values > TN_MAX_EMITTED_VALUES) {
+        snprintf(err, cap, "its phases recompute %d elementwise values per element (at most %d): fewer reduction "
+                 "levels or fewer values before the last reduction", a->emitted_values, TN_MAX_EMITTED_VALUES);
+        return 0;
+    }
+    return 1;
 }
 
 int64_t tn_analysis_bytes(const tn_analysis *a, int64_t rows, int64_t cols) {
-    return rows * cols * a->row_elem_bytes + cols * a->col_elem_bytes + rows * a->rowscalar_bytes;
+    int64_t elems, row_bytes, col_bytes, scalar_bytes, total;
+    if (__builtin_mul_overflow(rows, cols, &elems) || __builtin_mul_overflow(elems, (int64_t)a->row_elem_bytes, &row_bytes) ||
+        __builtin_mul_overflow(cols, (int64_t)a->col_elem_bytes, &col_bytes) ||
+        __builtin_mul_overflow(rows, (int64_t)a->rowscalar_bytes, &scalar_bytes) ||
+        __builtin_add_overflow(row_bytes, col_bytes, &total) || __builtin_add_overflow(total, scalar_bytes, &total))
+        return -1;
+    return total;
 }

@@ -1,9 +1,17 @@
-/* Analysis of a verified fusion: which values are needed, how many reduction
-   phases the row program has, what must stay on chip, and the bytes moved. */
+/* Analysis of a verified fusion: which values are needed, the reduction
+   phases of the row program and the values each phase computes, what must
+   stay on chip, the bytes moved, and whether the fusion is within what one
+   kernel can be asked to do. */
 #ifndef TN_ANALYSIS_H
 #define TN_ANALYSIS_H
 
 #include "ir/ir.h"
+
+/* Phases of the row program: one per reduction level, then the output phase. */
+#define TN_MAX_PHASES (TN_MAX_REDUCTION_LEVELS + 1)
+/* Elementwise expressions emitted over all phases (values are recomputed from
+   the loaded inputs in each phase that needs them); bounds the kernel's size. */
+#define TN_MAX_EMITTED_VALUES 4096
 
 typedef struct tn_analysis {
     int num_nodes;
@@ -12,6 +20,11 @@ typedef struct tn_analysis {
     int num_levels;                   /* phases that reduce; the row program has one more */
     int num_reductions;
     int has_outer_reduction;
+    /* phase_need[p][i]: elementwise value i is computed in phase p (p = level - 1
+       for the reduction phases, num_levels for the output phase). Valid when
+       num_levels <= TN_MAX_REDUCTION_LEVELS. */
+    unsigned char phase_need[TN_MAX_PHASES][TN_MAX_NODES];
+    int emitted_values;               /* sum over phases of the values computed */
     int row_inputs[TN_MAX_IO], num_row_inputs; /* node indices */
     int col_inputs[TN_MAX_IO], num_col_inputs;
     int rowscalar_inputs[TN_MAX_IO], num_rowscalar_inputs;
@@ -28,7 +41,9 @@ typedef struct tn_analysis {
 
 /* f must be verified. */
 void tn_analyze(const tn_fusion *f, tn_analysis *out);
-/* Bytes at the floor for [rows, cols]. */
+/* 1 if one kernel can run the fusion; else 0 and the reason in err. */
+int tn_analysis_within_limits(const tn_analysis *a, char *err, size_t cap);
+/* Bytes at the floor for [rows, cols]; -1 if they do not fit in 64 bits. */
 int64_t tn_analysis_bytes(const tn_analysis *a, int64_t rows, int64_t cols);
 
 #endif

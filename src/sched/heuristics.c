@@ -28,6 +28,7 @@ static int pick_vec(const tn_schedule_request *r, tn_plan_desc *p) {
     const tn_analysis *a = r->analysis;
     int vec = 16 / a->min_row_elem_size;
     while (vec > 1 && (r->cols % vec || min_i(16, vec * a->max_elem_size) > r->align)) vec /= 2;
+    /* vec 1 needs only element alignment, which every launch checks. */
     if (vec < 16 / a->min_row_elem_size)
         why(p, "vec %d (not %d: %s)", vec, 16 / a->min_row_elem_size,
             r->cols % (2 * vec) ? "cols not divisible" : "tensors aligned to fewer bytes");
@@ -117,7 +118,7 @@ int tn_schedule(const tn_schedule_request *r, tn_plan_desc *p, char *err, size_t
         return 0;
     }
     p->vec = pick_vec(r, p);
-    p->align_bytes = min_i(16, p->vec * a->max_elem_size);
+    p->align_bytes = tn_plan_access_align(p, a->max_elem_size);
     char reg_err[256] = "";
     if (r->kind == TN_PLAN_REGISTER || r->kind < 0) {
         p->kind = TN_PLAN_REGISTER;

@@ -1,7 +1,6 @@
 /* Plan printing, JSON round trip and checking (see plan.h). */
 #include "sched/plan.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,81 +61,133 @@ void tn_plan_desc_json(const tn_plan_desc *p, tn_strbuf *sb) {
     tn_strbuf_append(sb, "\"}");
 }
 
-/* A flat JSON object of string and integer members; nothing else is a plan. */
+/* A flat JSON object of string and integer members; nothing else is a plan.
+   Strict: every member once, integers in range, nothing after the object. */
 static const char *skip_ws(const char *s) {
-    while (isspace((unsigned char)*s)) s++;
+    while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r') s++;
     return s;
 }
 
+static int hex_digit(char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* A JSON string into out (cap bytes); NULL if malformed or longer than cap - 1.
+   \uXXXX escapes outside ASCII become '?': the only free text of a plan is "why". */
 static const char *parse_string(const char *s, char *out, size_t cap) {
     if (*s != '"') return NULL;
     size_t n = 0;
-    for (s++; *s && *s != '"'; s++) {
+    for (s++; *s != '"'; s++) {
         char c = *s;
+        if (c == '\0' || (unsigned char)c < 0x20) return NULL;
         if (c == '\\') {
             s++;
-            if (*s != '"' && *s != '\\' && *s != '/') return NULL;
-            c = *s;
+            switch (*s) {
+            case '"': case '\\': case '/': c = *s; break;
+            case 'b': c = '\b'; break;
+            case 'f': c = '\f'; break;
+            case 'n': c = '\n'; break;
+            case 'r': c = '\r'; break;
+            case 't': c = '\t'; break;
+            case 'u': {
+                int v = 0;
+                for (int k = 1; k <= 4; k++) {
+                    int d = hex_digit(s[k]);
+                    if (d < 0) return NULL;
+                    v = v * 16 + d;
+                }
+                s += 4;
+                c = v > 0 && v < 0x80 ? (char)v : '?';
+                break;
+            }
+            default: return NULL;
+            }
         }
-        if (n + 1 < cap) out[n++] = c;
+        if (n + 1 >= cap) return NULL;
+        out[n++] = c;
     }
-    if (*s != '"') return NULL;
     out[n] = '\0';
     return s + 1;
 }
 
+/* A JSON integer (no fraction, no exponent, no leading zeros) into *v; NULL if
+   malformed or outside int64. */
+static const char *parse_int(const char *s, int64_t *v) {
+    const char *p = s;
+    int neg = *p == '-';
+    if (neg) p++;
+    if (*p < '0' || *p > '9' || (*p == '0' && p[1] >= '0' && p[1] <= '9')) return NULL;
+    uint64_t mag = 0;
+    const uint64_t limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        unsigned d = (unsigned)(*p - '0');
+        if (mag > (limit - d) / 10) return NULL;
+        mag = mag * 10 + d;
+    }
+    if (*p == '.' || *p == 'e' || *p == 'E') return NULL;
+    *v = neg ? (mag == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)mag) : (int64_t)mag;
+    return p;
+}
+
+#define PARSE_FAIL(...) return snprintf(err, err_cap, __VA_ARGS__), 0
+
 int tn_plan_desc_parse(const char *json, tn_plan_desc *out, char *err, size_t err_cap) {
     tn_plan_desc p;
     memset(&p, 0, sizeof p);
-    p.kind = TN_PLAN_KIND_COUNT;
     unsigned seen = 0;
+    int have_kind = 0, have_why = 0;
     const char *s = skip_ws(json ? json : "");
-    if (*s++ != '{') return snprintf(err, err_cap, "plan JSON: expected '{'"), 0;
+    if (*s++ != '{') PARSE_FAIL("plan JSON: expected '{'");
+    s = skip_ws(s);
+    if (*s == '}') PARSE_FAIL("plan JSON: empty object");
     for (;;) {
         char key[64], text[sizeof p.why];
+        s = parse_string(skip_ws(s), key, sizeof key);
+        if (!s) PARSE_FAIL("plan JSON: expected a member name (a string of at most 63 characters)");
         s = skip_ws(s);
-        if (*s == '}') break;
-        s = parse_string(s, key, sizeof key);
-        if (!s) return snprintf(err, err_cap, "plan JSON: expected a member name"), 0;
+        if (*s++ != ':') PARSE_FAIL("plan JSON: expected ':' after \"%s\"", key);
         s = skip_ws(s);
-        if (*s++ != ':') return snprintf(err, err_cap, "plan JSON: expected ':' after \"%s\"", key), 0;
-        s = skip_ws(s);
-        if (*s == '"') {
+        if (!strcmp(key, "kind") || !strcmp(key, "why")) {
+            int is_kind = key[0] == 'k';
+            if ((is_kind && have_kind) || (!is_kind && have_why)) PARSE_FAIL("plan JSON: \"%s\" given twice", key);
             s = parse_string(s, text, sizeof text);
-            if (!s) return snprintf(err, err_cap, "plan JSON: bad string for \"%s\"", key), 0;
-            if (strcmp(key, "kind") == 0) {
+            if (!s) PARSE_FAIL("plan JSON: \"%s\" needs a string of at most %zu characters", key, sizeof text - 1);
+            if (is_kind) {
                 int k = tn_plan_kind_from_name(text);
-                if (k < 0) return snprintf(err, err_cap, "plan JSON: unknown kind \"%s\"", text), 0;
+                if (k < 0) PARSE_FAIL("plan JSON: unknown kind \"%s\"", text);
                 p.kind = (tn_plan_kind)k;
-            } else if (strcmp(key, "why") == 0) {
-                snprintf(p.why, sizeof p.why, "%s", text);
+                have_kind = 1;
             } else {
-                return snprintf(err, err_cap, "plan JSON: unknown member \"%s\"", key), 0;
+                snprintf(p.why, sizeof p.why, "%s", text);
+                have_why = 1;
             }
         } else {
-            char *end;
-            long long v = strtoll(s, &end, 10);
-            if (end == s) return snprintf(err, err_cap, "plan JSON: \"%s\" needs an integer", key), 0;
-            s = end;
             size_t i = 0;
             while (i < NUM_FIELDS && strcmp(k_fields[i].name, key) != 0) i++;
-            if (i == NUM_FIELDS) return snprintf(err, err_cap, "plan JSON: unknown member \"%s\"", key), 0;
+            if (i == NUM_FIELDS) PARSE_FAIL("plan JSON: unknown member \"%s\"", key);
+            if (seen & (1u << i)) PARSE_FAIL("plan JSON: \"%s\" given twice", key);
+            int64_t v;
+            s = parse_int(s, &v);
+            if (!s) PARSE_FAIL("plan JSON: \"%s\" needs an integer (no fraction or exponent) within 64 bits", key);
+            if (!k_fields[i].is64 && (v < INT32_MIN || v > INT32_MAX))
+                PARSE_FAIL("plan JSON: \"%s\" is %lld, outside the 32-bit range", key, (long long)v);
             set(&p, &k_fields[i], v);
             seen |= 1u << i;
         }
         s = skip_ws(s);
-        if (*s == ',') s++;
-        else if (*s != '}') return snprintf(err, err_cap, "plan JSON: expected ',' or '}'"), 0;
+        if (*s == '}') break;
+        if (*s++ != ',') PARSE_FAIL("plan JSON: expected ',' or '}' after \"%s\"", key);
     }
-    if (p.kind == TN_PLAN_KIND_COUNT) return snprintf(err, err_cap, "plan JSON: no \"kind\""), 0;
+    if (*skip_ws(s + 1) != '\0') PARSE_FAIL("plan JSON: unexpected text after the object");
+    if (!have_kind) PARSE_FAIL("plan JSON: no \"kind\"");
     for (size_t i = 0; i < NUM_FIELDS; i++)
-        if (!(seen & (1u << i)))
-            return snprintf(err, err_cap, "plan JSON: missing \"%s\"", k_fields[i].name), 0;
+        if (!(seen & (1u << i))) PARSE_FAIL("plan JSON: missing \"%s\"", k_fields[i].name);
     *out = p;
     return 1;
 }
 
 int tn_plan_access_align(const tn_plan_desc *p, int size) {
+    if (p->vec == 1) return 1; /* one element per access: element alignment, which every launch checks, is enough */
     int bytes = p->vec * size;
     return bytes > 16 ? 16 : bytes;
 }
@@ -147,29 +198,37 @@ static int is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
 int tn_plan_desc_check(const tn_plan_desc *p, const tn_analysis *a, const tn_device_props *props,
                        int align, char *err, size_t err_cap) {
+    /* Every field in its range first; only then any arithmetic on them. */
+    const int max_block = props->max_threads_per_block;
     if ((unsigned)p->kind >= TN_PLAN_KIND_COUNT) REJECT("plan: unknown kind %d", (int)p->kind);
-    if (p->rows < 1 || p->cols < 1) REJECT("plan: rows and cols must be at least 1");
+    if (p->rows < 1 || p->rows > TN_MAX_ROWS || p->cols < 1 || p->cols > TN_MAX_COLS)
+        REJECT("plan: rows %lld and cols %lld must be in [1, 2^48] and [1, 2^31 - 1]", (long long)p->rows,
+               (long long)p->cols);
     if (!is_pow2(p->vec) || p->vec > 16 || p->cols % p->vec)
         REJECT("plan: vec %d must be a power of two up to 16 that divides cols %lld", p->vec, (long long)p->cols);
-    if (p->vec * a->min_row_elem_size > 16 && p->vec > 1)
-        REJECT("plan: vec %d is wider than one 16-byte access of the narrowest tensor", p->vec);
-    if (p->align_bytes > align)
-        REJECT("plan: needs %d-byte aligned tensors, they are aligned to %d", p->align_bytes, align);
-    if (!is_pow2(p->threads_per_row) || p->threads_per_row > props->max_threads_per_block)
-        REJECT("plan: threads_per_row %d must be a power of two up to %d", p->threads_per_row,
-               props->max_threads_per_block);
-    if (p->rows_per_cta < 1 || p->block_threads != p->threads_per_row * p->rows_per_cta)
-        REJECT("plan: block_threads %d must be threads_per_row * rows_per_cta", p->block_threads);
-    if (p->block_threads % 32 || p->block_threads > props->max_threads_per_block)
-        REJECT("plan: block_threads %d must be a multiple of 32 up to %d", p->block_threads,
-               props->max_threads_per_block);
-    if (p->grid < 1 || p->grid > 0x7fffffff) REJECT("plan: grid %lld out of range", (long long)p->grid);
+    if (!is_pow2(p->threads_per_row) || p->threads_per_row > max_block)
+        REJECT("plan: threads_per_row %d must be a power of two up to %d", p->threads_per_row, max_block);
+    if (p->rows_per_cta < 1 || p->rows_per_cta > max_block)
+        REJECT("plan: rows_per_cta %d must be in [1, %d]", p->rows_per_cta, max_block);
+    if (p->block_threads < 32 || p->block_threads > max_block || p->block_threads % 32)
+        REJECT("plan: block_threads %d must be a multiple of 32 up to %d", p->block_threads, max_block);
+    if ((int64_t)p->threads_per_row * p->rows_per_cta != p->block_threads)
+        REJECT("plan: block_threads %d must be threads_per_row %d * rows_per_cta %d", p->block_threads,
+               p->threads_per_row, p->rows_per_cta);
     if (p->batch < 1 || p->batch > 64) REJECT("plan: batch %d must be in [1, 64]", p->batch);
+    if (p->grid < 1 || p->grid > 0x7fffffff) REJECT("plan: grid %lld must be in [1, 2^31 - 1]", (long long)p->grid);
+    if (!is_pow2(p->align_bytes) || p->align_bytes > 16)
+        REJECT("plan: align_bytes %d must be a power of two up to 16", p->align_bytes);
     if (p->cc != props->cc_major * 10 + props->cc_minor)
         REJECT("plan: made for sm_%d, the device is sm_%d%d", p->cc, props->cc_major, props->cc_minor);
-    if (p->align_bytes < tn_plan_access_align(p, a->max_elem_size))
-        REJECT("plan: align_bytes %d is below what vec %d needs", p->align_bytes, p->vec);
-    int64_t nv = p->cols / p->vec;
+    if (p->vec > 1 && p->vec * a->min_row_elem_size > 16)
+        REJECT("plan: vec %d is wider than one 16-byte access of the narrowest tensor", p->vec);
+    if (p->align_bytes != tn_plan_access_align(p, a->max_elem_size))
+        REJECT("plan: align_bytes %d is not what vec %d needs (%d)", p->align_bytes, p->vec,
+               tn_plan_access_align(p, a->max_elem_size));
+    if (p->align_bytes > align)
+        REJECT("plan: needs %d-byte aligned tensors, they are aligned to %d", p->align_bytes, align);
+    const int64_t nv = p->cols / p->vec;
     if (p->kind == TN_PLAN_REGISTER) {
         if ((int64_t)p->threads_per_row * p->batch < nv)
             REJECT("plan: threads_per_row %d x batch %d vectors do not cover a row of %lld vectors",

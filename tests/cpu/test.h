@@ -34,5 +34,6 @@ void test_sched(void);
 void test_codegen(void);
 void test_compile(void);
 void test_api(void);
+void test_safety(void);
 
 #endif

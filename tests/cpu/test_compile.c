@@ -57,8 +57,8 @@ void test_compile(void) {
     tn_status st = tn_nvrtc_compile(ctx, "this is not CUDA", "sm_90a", &image, &size, &log, &ms);
     CHECK(st == TN_STATUS_COMPILE_ERROR, "bad source: %s", tn_status_string(st));
     CHECK(strstr(tn_context_last_error(ctx), "error") != NULL, "no NVRTC log in: %s", tn_context_last_error(ctx));
-    tn_free(&ctx->alloc, image);
-    tn_free(&ctx->alloc, log);
+    tn_free(&ctx->base.alloc, image);
+    tn_free(&ctx->base.alloc, log);
 
     tn_resources r = {0};
     tn_parse_ptxas_log("ptxas info    : Function properties for k\nptxas         .     8 bytes stack frame, 4 bytes "

@@ -28,7 +28,8 @@ typedef struct suite {
 } suite;
 
 static const suite k_suites[] = {{"ir", test_ir},         {"ref", test_ref},         {"sched", test_sched},
-                                 {"codegen", test_codegen}, {"compile", test_compile}, {"api", test_api}};
+                                 {"codegen", test_codegen}, {"compile", test_compile}, {"api", test_api},
+                                 {"safety", test_safety}};
 
 int main(int argc, char **argv) {
     int ran = 0;
