@@ -121,10 +121,13 @@ typedef struct tn_context_options {
 /* Creates a context. Succeeds without a GPU: then plans can be made, explained
    and compiled but not launched (launch returns TN_STATUS_NO_DEVICE). */
 tn_status tn_context_create(const tn_context_options *options, tn_context **out);
+/* Lets go of the caller's handle. Fusions and plans made on the context keep
+   it alive, so they may be destroyed before or after it, in any order. */
 void tn_context_destroy(tn_context *ctx);
-/* The message of the last error on this context ("" if none). Valid until the next
-   error on the context; with several threads, read it from the thread that failed
-   before others can fail. */
+/* The message of the calling thread's last error on this context ("" if none),
+   e.g. which value broke which rule, or NVRTC's log. Each thread has its own:
+   another thread's errors never replace it. Valid until this thread's next
+   failing call; messages over 8 KiB are cut. */
 const char *tn_context_last_error(const tn_context *ctx);
 /* 1 when a GPU is present and usable. */
 int tn_context_has_gpu(const tn_context *ctx);
@@ -213,7 +216,12 @@ typedef struct tn_plan_options {
 } tn_plan_options;
 
 /* Schedules f for [M, N] on the context's GPU (or target) and compiles the kernel.
-   f may be destroyed afterwards; the plan keeps what it needs. */
+   f may be destroyed afterwards; the plan keeps what it needs. Shapes beyond
+   TN_MAX_ROWS / TN_MAX_COLS, or whose tensors would hold more than 2^63 bytes,
+   and fusions beyond the limits above (reductions in a chain, reductions, the
+   values recomputed per element) give TN_STATUS_UNSUPPORTED with the reason.
+   Kernels are compiled outside any lock the context holds: a compile on one
+   thread never delays another thread's plan whose kernel is cached. */
 tn_status tn_plan_create(tn_context *ctx, const tn_fusion *f, int64_t rows, int64_t cols,
                          const tn_plan_options *options, tn_plan **out);
 void tn_plan_destroy(tn_plan *plan);
@@ -244,7 +252,9 @@ tn_status tn_plan_resources(const tn_plan *plan, tn_resources *out);
 /* Bytes the kernel must move at the floor (inputs read once, outputs written once). */
 tn_status tn_plan_bytes(const tn_plan *plan, int64_t *out);
 
-/* One tensor argument. row_stride is in elements, for ROW tensors (0: N). */
+/* One tensor argument. row_stride is in elements, for ROW tensors (0: N); it
+   must be at least N (rows may not overlap or broadcast) and the last row must
+   end inside the address space. */
 typedef struct tn_tensor {
     void *data;
     tn_dtype dtype;

@@ -4,14 +4,21 @@
  * for misaligned and padded tensors, mixed dtypes, and launch errors.
  *   test_gpu            the whole tier (tests/gpu/run.sh runs it on the device)
  *   test_gpu --quick    a subset, for ctest on a machine with a GPU
+ *   test_gpu --sanitize the subset run under compute-sanitizer (tests/gpu/run.sh):
+ *                       N = 2^31 - 1, padded and misaligned tensors, odd shapes, launch errors
+ *   test_gpu --huge     only N = 2^31 - 1
  * Exits 77 (skipped) without a GPU. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include <math.h>
+
+#include "api/context.h"
 #include "gpu_check.h"
 #include "random_fusion.h"
+#include "rt/cache.h"
 #include "tmanorm.h"
 
 static int g_passed, g_failed;
@@ -97,8 +104,115 @@ static void check_launch_errors(tn_context *ctx) {
     tn_fusion_destroy(f);
 }
 
+
+/* N = 2^31 - 1 (odd: one-element accesses, the longest loops the API allows),
+   two rows so the second starts 2^31 elements in. x[c] is 2 where c % 3 == 0,
+   else 1, and w = 1, so every output is x[c] * rsqrt(mean(x^2) + eps) with the
+   mean known exactly; a kernel counts outputs off by more than a bf16 step,
+   and the poisoned guards before and after y must be untouched. */
+extern const char tn_device_cuh[];
+
+static const char k_huge_src[] =
+    "extern \"C\" __global__ void tn_kernel(tn_u16 *x, tn_u16 *w, tn_u16 *y, long long n, long long rows,\n"
+    "                                       int mode, float r, unsigned long long *bad) {\n"
+    "    unsigned long long count = 0;\n"
+    "    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n * rows;\n"
+    "         i += (long long)gridDim.x * blockDim.x) {\n"
+    "        const long long c = i % n;\n"
+    "        const float xv = c % 3 == 0 ? 2.0f : 1.0f;\n"
+    "        if (mode == 0) { x[i] = tn_f32_to_bf16(xv); if (i < n) w[i] = tn_f32_to_bf16(1.0f); continue; }\n"
+    "        const float want = xv * r, got = tn_bf16_to_f32(y[i]);\n"
+    "        if (!(fabsf(got - want) <= want * (1.0f / 128))) count++;\n"
+    "    }\n"
+    "    if (count) atomicAdd(bad, count);\n"
+    "}\n";
+
+#define HUGE_GUARD 4096
+
+static void check_huge_n(tn_context *ctx) {
+    const long long n = 2147483647LL, rows = 2;
+    const float eps = 1e-5f;
+    tn_builtin_options bo = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0};
+    tn_fusion *f = NULL;
+    tn_plan *plan = NULL;
+    tn_kernel *k = NULL;
+    CUdeviceptr x = 0, w = 0, y = 0, bad = 0;
+    unsigned long long counts[1] = {0};
+    unsigned char guard[2][HUGE_GUARD];
+    char kind[16] = "?", detail[256] = "";
+    const tn_cuda_api *cu = ctx->cu;
+    tn_status st = tn_fusion_builtin(ctx, TN_BUILTIN_RMSNORM, &bo, &f);
+    if (st == TN_STATUS_OK) st = tn_plan_create(ctx, f, rows, n, NULL, &plan);
+    if (st == TN_STATUS_OK) {
+        char json[1024];
+        tn_plan_describe(plan, TN_DESCRIBE_JSON, json, sizeof json, NULL);
+        sscanf(json, "{\"kind\": \"%15[a-z]", kind);
+    }
+    size_t size = (size_t)(n * rows) * 2;
+    if (st == TN_STATUS_OK) {
+        size_t src_n = strlen(tn_device_cuh) + sizeof k_huge_src + 2;
+        char *src = malloc(src_n);
+        snprintf(src, src_n, "%s\n%s", tn_device_cuh, k_huge_src);
+        int compiled;
+        st = tn_cache_get(ctx, src, &k, &compiled);
+        free(src);
+    }
+    if (st == TN_STATUS_OK && (cu->MemAlloc(&x, size) || cu->MemAlloc(&w, (size_t)n * 2) ||
+                               cu->MemAlloc(&y, size + 2 * HUGE_GUARD) || cu->MemAlloc(&bad, 8)))
+        snprintf(detail, sizeof detail, "could not allocate %.1f GiB", (2.0 * size + n * 2.0) / (1 << 30));
+    if (st == TN_STATUS_OK && !detail[0]) {
+        int mode = 0;
+        float r = 0;
+        void *fill[] = {&x, &w, &y, (void *)&n, (void *)&rows, &mode, &r, &bad};
+        cu->MemsetD8(y, 0xff, size + 2 * HUGE_GUARD);
+        cu->MemsetD8(bad, 0, 8);
+        cu->LaunchKernel(k->fn, 4096, 1, 1, 256, 1, 1, 0, NULL, fill, NULL);
+        tn_tensor in[2] = {{(void *)(uintptr_t)x, TN_DTYPE_BF16, 0}, {(void *)(uintptr_t)w, TN_DTYPE_BF16, 0}};
+        tn_tensor out[1] = {{(void *)(uintptr_t)(y + HUGE_GUARD), TN_DTYPE_BF16, 0}};
+        tn_launch_args a = {in, 2, out, 1, &eps, 1, NULL};
+        st = tn_plan_launch(plan, &a);
+        /* The mean of x^2 exactly: a third of the columns (rounded up) hold 2, the rest 1. */
+        const long long twos = (n + 2) / 3;
+        const double mean = (4.0 * twos + (double)(n - twos)) / (double)n;
+        r = (float)(1.0 / sqrt(mean + eps));
+        mode = 1;
+        CUdeviceptr y0 = y + HUGE_GUARD;
+        void *chk[] = {&x, &w, &y0, (void *)&n, (void *)&rows, &mode, &r, &bad};
+        if (st == TN_STATUS_OK) cu->LaunchKernel(k->fn, 4096, 1, 1, 256, 1, 1, 0, NULL, chk, NULL);
+        CUresult cr = cu->CtxSynchronize();
+        if (cr != CUDA_SUCCESS) snprintf(detail, sizeof detail, "%s", tn_cuda_error_text(cr));
+        cu->MemcpyDtoH(counts, bad, 8);
+        cu->MemcpyDtoH(guard[0], y, HUGE_GUARD);
+        cu->MemcpyDtoH(guard[1], y + HUGE_GUARD + size, HUGE_GUARD);
+        for (int g = 0; g < 2 && !detail[0]; g++)
+            for (int b = 0; b < HUGE_GUARD; b++)
+                if (guard[g][b] != 0xff) {
+                    snprintf(detail, sizeof detail, "byte %d %s y written", b, g ? "after" : "before");
+                    break;
+                }
+        if (!detail[0] && counts[0]) snprintf(detail, sizeof detail, "%llu of %lld outputs wrong", counts[0], n * rows);
+    }
+    int ok = st == TN_STATUS_OK && !detail[0];
+    ok ? g_passed++ : g_failed++;
+    printf("%s rmsnorm bf16 M=%lld N=%lld (2^31 - 1) plan=%s: %s%s\n", ok ? "PASS" : "FAIL", rows, n, kind,
+           st != TN_STATUS_OK ? tn_context_last_error(ctx) : "", detail[0] ? detail : (st == TN_STATUS_OK ? "every output right, guards intact" : ""));
+    fflush(stdout);
+    if (x) cu->MemFree(x);
+    if (w) cu->MemFree(w);
+    if (y) cu->MemFree(y);
+    if (bad) cu->MemFree(bad);
+    tn_cache_release(ctx, k);
+    tn_plan_destroy(plan);
+    tn_fusion_destroy(f);
+}
+
 int main(int argc, char **argv) {
-    int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    const char *mode = argc > 1 ? argv[1] : "";
+    int quick = !strcmp(mode, "--quick"), sanitize = !strcmp(mode, "--sanitize"), huge_only = !strcmp(mode, "--huge");
+    if (*mode && !quick && !sanitize && !huge_only) {
+        fprintf(stderr, "usage: test_gpu [--quick | --sanitize | --huge]\n");
+        return 2;
+    }
     tn_context *ctx = NULL;
     if (tn_context_create(NULL, &ctx) != TN_STATUS_OK || !tn_context_has_gpu(ctx)) {
         printf("skipped: no GPU\n");
@@ -109,17 +223,20 @@ int main(int argc, char **argv) {
     tn_context_device_props(ctx, &props);
     printf("device: %s, sm_%d%d, %d SMs\n", props.name, props.cc_major, props.cc_minor, props.sm_count);
     time_t t0 = time(NULL);
+    if (!quick) check_huge_n(ctx);
+    if (huge_only) goto report;
 
     static const int64_t full_cols[] = {1, 7, 1000, 4097, 65537, 1048576};
     static const int64_t full_rows[] = {1, 3, 1000};
     static const int64_t quick_cols[] = {7, 1000, 4097};
     static const int64_t quick_rows[] = {3, 1000};
-    const int64_t *cols = quick ? quick_cols : full_cols, *rows = quick ? quick_rows : full_rows;
-    int ncols = quick ? 3 : 6, nrows = quick ? 2 : 3;
+    const int64_t *cols = quick || sanitize ? quick_cols : full_cols, *rows = quick || sanitize ? quick_rows : full_rows;
+    int ncols = quick || sanitize ? 3 : 6, nrows = quick ? 2 : sanitize ? 1 : 3;
     const tn_dtype dtypes[] = {TN_DTYPE_BF16, TN_DTYPE_F16, TN_DTYPE_F32};
+    const int ndtypes = sanitize ? 1 : 3;
     const char *kinds[] = {NULL, "looped"};
     for (int op = 0; op < TN_BUILTIN_COUNT; op++)
-        for (int d = 0; d < 3; d++)
+        for (int d = 0; d < ndtypes; d++)
             for (int ci = 0; ci < ncols; ci++)
                 for (int ri = 0; ri < nrows; ri++)
                     for (int k = 0; k < 2; k++) {
@@ -131,7 +248,7 @@ int main(int argc, char **argv) {
     /* Mixed dtypes, saved statistics, f8 outputs. */
     const int64_t mixed_cols[] = {4096, 4097, 8192};
     for (int op = 0; op < TN_BUILTIN_COUNT; op++)
-        for (int ci = 0; ci < 3; ci++) {
+        for (int ci = 0; ci < (sanitize ? 2 : 3); ci++) {
             gpu_case a = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_F32, TN_DTYPE_F32, 1, 257, mixed_cols[ci], NULL, 0, 0};
             run_case(ctx, &a);
             gpu_case b = {(tn_builtin)op, TN_DTYPE_F16, TN_DTYPE_BF16, TN_DTYPE_BF16, 1, 100, mixed_cols[ci], NULL, 0, 0};
@@ -153,7 +270,7 @@ int main(int argc, char **argv) {
             gpu_case c = {(tn_builtin)op, TN_DTYPE_F32, TN_DTYPE_F32, TN_DTYPE_F32, 0, 33, 1024, "looped", pads[i], offsets[i] * 2};
             run_case(ctx, &c);
         }
-    if (!quick) {
+    if (!quick && !sanitize) {
         /* The standard sweep's large shapes, once each in bf16. */
         const int64_t big[][2] = {{65536, 8192}, {32768, 4096}, {16384, 16384}, {4096, 32768}, {512, 65536}, {64, 131072}};
         for (int op = 0; op < TN_BUILTIN_COUNT; op++)
@@ -165,7 +282,7 @@ int main(int argc, char **argv) {
     /* Fuzz: valid random fusions on the GPU. Random op chains can cancel, so they
        pass on the normwise error (4 ulp of the output dtype) with every element
        written and nothing outside the rows. */
-    int fuzz = quick ? 16 : 120;
+    int fuzz = quick ? 16 : sanitize ? 6 : 120;
     for (uint64_t seed = 1; seed <= (uint64_t)fuzz; seed++) {
         tn_fusion *f = NULL;
         tn_plan *plan = NULL;
@@ -194,6 +311,7 @@ int main(int argc, char **argv) {
         tn_fusion_destroy(f);
     }
     check_launch_errors(ctx);
+report:
     printf("gpu tier on %s: %lld s\n", props.name, (long long)(time(NULL) - t0));
     printf("%d passed, %d failed\n", g_passed, g_failed);
     tn_context_destroy(ctx);

@@ -1,7 +1,10 @@
 """GPU tier for the Python binding: each built-in against PyTorch on CUDA
-tensors (odd shapes, strided rows, every dtype), the binding's errors, and
-rmsnorm timed against torch's F.rms_norm in CUDA graphs at one shape.
-Run on the device: python3 tests/gpu/test_torch.py"""
+tensors (odd shapes, strided rows, every dtype), every mixed-dtype combination
+the binding accepts (x, weight and out_dtype, f8 outputs on sm_89+) against a
+float64 reference, the combinations and layouts it refuses (each error naming
+the tensor), empty batches, size-1 dimensions with odd strides, and rmsnorm
+timed against torch's F.rms_norm in CUDA graphs at one shape.
+Run on the device: python3 tests/gpu/test_torch.py [--sanitize]"""
 import os
 import sys
 
@@ -14,6 +17,10 @@ import tmanorm  # noqa: E402
 from compare import copy_ceiling_gbs, graph_time  # noqa: E402  (the benchmark's own timing)
 
 passed = failed = 0
+DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+TOL = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1e-2}  # relative, by output dtype
+F8 = getattr(torch, "float8_e4m3fn", None)
+F8_MAX = 448.0
 
 
 def report(ok, what):
@@ -26,6 +33,48 @@ def report(ok, what):
 def rel_err(got, want):
     got, want = got.double(), want.double()
     return ((got - want).norm() / want.norm().clamp_min(1e-30)).item()
+
+
+def has_f8():
+    return F8 is not None and torch.cuda.get_device_capability() >= (8, 9)
+
+
+def f8_err(got, want):
+    """got (float8_e4m3fn) against the float64 want rounded through e4m3 (saturated at +-448, as
+    tmanorm stores): the worst |got - want8| over the allowance of one e4m3 ulp (relative 2^-3,
+    and 2^-9, the subnormal step, near zero); above 1 fails. inf when got holds a NaN."""
+    g = got.float().double()
+    if torch.isnan(g).any():
+        return float("inf")
+    w8 = want.double().clamp(-F8_MAX, F8_MAX).float().to(F8).float().double()
+    allowed = (w8.abs() * 2.0**-3).clamp_min(2.0**-9)
+    return ((g - w8).abs() / allowed).max().item() if g.numel() else 0.0
+
+
+def check_out(got, want, dt, what):
+    """Reports got (expected dtype dt) against the float64 want, with the tolerance of dt."""
+    if got.dtype != dt or tuple(got.shape) != tuple(want.shape):
+        report(False, f"{what}: got {got.dtype} {tuple(got.shape)}, want {dt} {tuple(want.shape)}")
+    elif dt == F8:
+        e = f8_err(got, want)
+        report(e <= 1.0, f"{what} f8 error / 1 ulp {e:.2f}")
+    else:
+        e = rel_err(got, want)
+        report(e < TOL[dt], f"{what} rel err {e:.2e}")
+
+
+def expect_refusal(what, fn, kinds, needles):
+    """fn() must raise one of kinds, before launching, with every needle (the tensor's name) in the message."""
+    try:
+        fn()
+    except kinds as e:
+        missing = [n for n in needles if n not in str(e)]
+        report(not missing, f"refused {what}: {type(e).__name__}: {e}" + (f" (missing {missing})" if missing else ""))
+        return
+    except Exception as e:  # noqa: BLE001 - any other error is a failure, reported
+        report(False, f"refused {what}: wrong error {type(e).__name__}: {e}")
+        return
+    report(False, f"refused {what}: nothing raised")
 
 
 def check_ops():
@@ -76,6 +125,166 @@ def check_errors():
             report(True, f"error for {what}: {e}")
 
 
+def check_mixed_dtypes():
+    """Every combination the binding accepts: x and weight (bias = weight, residual = x) in any of
+    bf16, f16, f32, out_dtype None (x's), f32, bf16 or f8 (sm_89+), against float64 PyTorch."""
+    outs = [None, torch.float32, torch.bfloat16] + ([F8] if has_f8() else [])
+    for rows, cols in ((33, 1000), (5, 4097)):
+        for xd in DTYPES:
+            x = torch.randn(rows, cols, device="cuda", dtype=xd)
+            r = torch.randn(rows, cols, device="cuda", dtype=xd)
+            x64 = x.double()
+            h_ref = (x.float() + r.float()).to(xd)  # the sum as stored: rounded to x's dtype
+            for out in outs:
+                od = xd if out is None else out
+                tag = f"x {xd} out {out} [{rows}, {cols}]"
+                check_out(tmanorm.softmax(x, out_dtype=out), torch.softmax(x64, -1), od, f"mixed softmax {tag}")
+            for wd in DTYPES:
+                w = (torch.rand(cols, device="cuda") + 0.5).to(wd)
+                b = torch.randn(cols, device="cuda").to(wd)
+                w64, b64 = w.double(), b.double()
+                for out in outs:
+                    od = xd if out is None else out
+                    tag = f"x {xd} w {wd} out {out} [{rows}, {cols}]"
+                    check_out(tmanorm.rms_norm(x, w, 1e-6, out_dtype=out), F.rms_norm(x64, (cols,), w64, 1e-6),
+                              od, f"mixed rms_norm {tag}")
+                    check_out(tmanorm.layer_norm(x, w, b, 1e-5, out_dtype=out),
+                              F.layer_norm(x64, (cols,), w64, b64, 1e-5), od, f"mixed layer_norm {tag}")
+                    y, h = tmanorm.add_rms_norm(x, r, w, 1e-6, out_dtype=out)
+                    check_out(y, F.rms_norm(h_ref.double(), (cols,), w64, 1e-6), od, f"mixed add_rms_norm {tag}")
+                    check_out(h, h_ref.double(), xd, f"mixed add_rms_norm.sum {tag}")
+
+
+def check_f8_saturation():
+    """f8 outputs saturate at +-448 (no NaN, no inf); without sm_89 the library refuses them."""
+    if F8 is None:
+        report(True, "f8 outputs: this torch has no float8_e4m3fn; skipped")
+        return
+    x = torch.randn(16, 1000, device="cuda", dtype=torch.bfloat16)
+    w = torch.full((1000,), 300.0, device="cuda", dtype=torch.float32)
+    if not has_f8():
+        expect_refusal("f8 output below sm_89", lambda: tmanorm.rms_norm(x, w, out_dtype=F8),
+                       (tmanorm.TmanormError,), ["sm_89"])
+        return
+    y = tmanorm.rms_norm(x, w, out_dtype=F8)
+    want = F.rms_norm(x.double(), (1000,), w.double(), 1e-6)
+    check_out(y, want, F8, "f8 saturation rms_norm |y| up to ~1200")
+    top = y.float().abs().max().item()
+    report(top == F8_MAX, f"f8 saturation: max |y| = {top} (want {F8_MAX})")
+
+
+def check_refused_combinations():
+    """Combinations the built-ins cannot take are refused before launching, naming the tensor."""
+    n = 64
+    x = torch.randn(4, n, device="cuda", dtype=torch.bfloat16)
+    w = torch.ones(n, device="cuda", dtype=torch.bfloat16)
+    w32 = torch.ones(n, device="cuda", dtype=torch.float32)
+    b32 = torch.zeros(n, device="cuda", dtype=torch.float32)
+    r16 = torch.randn(4, n, device="cuda", dtype=torch.float16)
+    cases = [
+        ("bias f32 with weight bf16", lambda: tmanorm.layer_norm(x, w, b32), (ValueError, TypeError), ["bias", "weight"]),
+        ("bias bf16 with weight f32", lambda: tmanorm.layer_norm(x, w32, w), (ValueError, TypeError), ["bias"]),
+        ("residual f16 with x bf16", lambda: tmanorm.add_rms_norm(x, r16, w), (ValueError, TypeError), ["residual"]),
+        ("residual of another shape", lambda: tmanorm.add_rms_norm(x, x.view(2, 2, n), w), (ValueError,), ["residual"]),
+        ("residual on the CPU", lambda: tmanorm.add_rms_norm(x, x.cpu(), w), (ValueError,), ["residual"]),
+        ("weight on the CPU", lambda: tmanorm.rms_norm(x, w.cpu()), (ValueError,), ["weight"]),
+        ("weight 2-D", lambda: tmanorm.rms_norm(x, w.view(1, n)), (ValueError,), ["weight"]),
+        ("weight strided", lambda: tmanorm.rms_norm(x, torch.ones(2 * n, device="cuda", dtype=torch.bfloat16)[::2]),
+         (ValueError,), ["weight"]),
+        ("out_dtype int8", lambda: tmanorm.rms_norm(x, w, out_dtype=torch.int8), (TypeError,), ["out_dtype"]),
+        ("out_dtype float64", lambda: tmanorm.softmax(x, out_dtype=torch.float64), (TypeError,), ["out_dtype"]),
+    ]
+    if F8 is not None:
+        x8 = x.to(F8)
+        cases += [
+            ("f8 x", lambda: tmanorm.rms_norm(x8, w), (TypeError,), ["x"]),
+            ("f8 x, softmax", lambda: tmanorm.softmax(x8), (TypeError,), ["x"]),
+            ("f8 weight", lambda: tmanorm.rms_norm(x, w.to(F8)), (TypeError,), ["weight"]),
+            ("f8 bias", lambda: tmanorm.layer_norm(x, w, w.to(F8)), (TypeError,), ["bias"]),
+            ("f8 residual", lambda: tmanorm.add_rms_norm(x, x8, w), (TypeError,), ["residual"]),
+        ]
+    e5m2 = getattr(torch, "float8_e5m2", None)
+    if e5m2 is not None:
+        cases.append(("out_dtype float8_e5m2", lambda: tmanorm.rms_norm(x, w, out_dtype=e5m2), (TypeError,),
+                      ["out_dtype"]))
+    if torch.cuda.device_count() >= 2:
+        w1 = w.to("cuda:1")
+        cases += [
+            ("weight on cuda:1, x on cuda:0", lambda: tmanorm.rms_norm(x, w1), (ValueError,), ["weight", "cuda:1"]),
+            ("bias on cuda:1", lambda: tmanorm.layer_norm(x, w, w1), (ValueError,), ["bias", "cuda:1"]),
+            ("residual on cuda:1", lambda: tmanorm.add_rms_norm(x, x.to("cuda:1"), w), (ValueError,), ["residual"]),
+        ]
+    for what, fn, kinds, needles in cases:
+        expect_refusal(what, fn, kinds, needles)
+
+
+def check_broadcast_refused():
+    """Broadcast (row stride 0) and overlapping rows are refused, not read as row stride N."""
+    n = 64
+    w = torch.ones(n, device="cuda", dtype=torch.bfloat16)
+    row = torch.randn(1, n, device="cuda", dtype=torch.bfloat16)
+    x = torch.randn(8, n, device="cuda", dtype=torch.bfloat16)
+    flat = torch.randn(100, device="cuda", dtype=torch.bfloat16)
+    cases = [
+        ("x expanded (row stride 0)", lambda: tmanorm.rms_norm(row.expand(8, n), w), ["x", "broadcast"]),
+        ("x expanded, softmax", lambda: tmanorm.softmax(row.expand(8, n)), ["x", "broadcast"]),
+        ("x overlapping (row stride 8 < 64)", lambda: tmanorm.rms_norm(flat.as_strided((4, n), (8, 1)), w),
+         ["x", "overlapping"]),
+        ("x expanded along an outer dim", lambda: tmanorm.rms_norm(x.view(1, 8, n).expand(3, 8, n), w), ["x", "broadcast"]),
+        ("residual expanded", lambda: tmanorm.add_rms_norm(x, row.expand(8, n), w), ["residual", "broadcast"]),
+    ]
+    for what, fn, needles in cases:
+        expect_refusal(what, fn, (ValueError,), needles)
+    # One row may have any row stride (here 0): no step between rows is ever taken.
+    one = row.as_strided((1, n), (0, 1))
+    y = tmanorm.rms_norm(one, w)
+    e = rel_err(y, F.rms_norm(row.double(), (n,), w.double(), 1e-6))
+    report(e < TOL[torch.bfloat16], f"one row of row stride {one.stride(0)} accepted, rel err {e:.2e}")
+
+
+def check_empty_batch():
+    """M = 0: empty outputs of the right shape and dtype, nothing launched."""
+    n = 64
+    w = torch.ones(n, device="cuda", dtype=torch.float32)
+    for shape in ((0, n), (2, 0, n)):
+        x = torch.empty(shape, device="cuda", dtype=torch.bfloat16)
+        outs = {
+            "rms_norm": (tmanorm.rms_norm(x, w), torch.bfloat16),
+            "layer_norm out f32": (tmanorm.layer_norm(x, w, w, out_dtype=torch.float32), torch.float32),
+            "softmax": (tmanorm.softmax(x), torch.bfloat16),
+        }
+        y, h = tmanorm.add_rms_norm(x, torch.empty_like(x), w, out_dtype=torch.float32)
+        outs["add_rms_norm y"], outs["add_rms_norm sum"] = (y, torch.float32), (h, torch.bfloat16)
+        if has_f8():
+            outs["rms_norm out f8"] = (tmanorm.rms_norm(x, w, out_dtype=F8), F8)
+        for name, (got, dt) in outs.items():
+            ok = tuple(got.shape) == shape and got.dtype == dt and got.is_cuda
+            report(ok, f"empty batch {name} {shape}: {tuple(got.shape)} {got.dtype}")
+    torch.cuda.synchronize()
+
+
+def check_size_one_dims():
+    """A size-1 dimension with an odd stride (PyTorch allows any) takes no step and is accepted."""
+    for cols in (1000, 4097):
+        for pad in (0, 16):
+            rs = cols + pad
+            base = torch.randn(2 * rs, device="cuda", dtype=torch.bfloat16)
+            x = base.as_strided((2, 1, cols), (rs, 7, 1))
+            r = torch.randn(2, 1, cols, device="cuda", dtype=torch.bfloat16)
+            w = torch.rand(cols, device="cuda", dtype=torch.bfloat16) + 0.5
+            b = torch.randn(cols, device="cuda", dtype=torch.bfloat16)
+            x64, w64 = x.double(), w.double()
+            tag = f"(2, 1, {cols}) strides ({rs}, 7, 1)"
+            check_out(tmanorm.rms_norm(x, w), F.rms_norm(x64, (cols,), w64, 1e-6), torch.bfloat16, f"rms_norm {tag}")
+            check_out(tmanorm.layer_norm(x, w, b), F.layer_norm(x64, (cols,), w64, b.double(), 1e-5),
+                      torch.bfloat16, f"layer_norm {tag}")
+            check_out(tmanorm.softmax(x), torch.softmax(x64, -1), torch.bfloat16, f"softmax {tag}")
+            y, h = tmanorm.add_rms_norm(x, r, w)
+            h_ref = (x.float() + r.float()).to(torch.bfloat16)
+            check_out(y, F.rms_norm(h_ref.double(), (cols,), w64, 1e-6), torch.bfloat16, f"add_rms_norm {tag}")
+            check_out(h, h_ref.double(), torch.bfloat16, f"add_rms_norm.sum {tag}")
+
+
 def compare_rmsnorm(rows=32768, cols=4096):
     dt = torch.bfloat16
     nbytes = rows * cols * 2 * 2 + cols * 2
@@ -93,9 +302,19 @@ def compare_rmsnorm(rows=32768, cols=4096):
 
 
 if __name__ == "__main__":
+    # --sanitize: the checks tests/gpu/sanitize.sh runs under compute-sanitizer (no timing).
+    sanitize = "--sanitize" in sys.argv[1:]
     torch.manual_seed(0)
-    check_ops()
+    if not sanitize:
+        check_ops()
+    check_mixed_dtypes()
+    check_f8_saturation()
     check_errors()
-    compare_rmsnorm()
+    check_refused_combinations()
+    check_broadcast_refused()
+    check_empty_batch()
+    check_size_one_dims()
+    if not sanitize:
+        compare_rmsnorm()
     print(f"{passed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
