@@ -466,8 +466,7 @@ tn_status tn_gpu_launch_overhead(tn_plan *plan, const float *params, int calls, 
         t_tn += now_us() - t0;
         CU(ctx->cu->CtxSynchronize());
         t0 = now_us();
-        for (int i = 0; i < 100; i++)
-            CU(ctx->cu->LaunchKernel(prep.fn, prep.grid, 1, 1, prep.block, 1, 1, 0, prep.stream, prep.ptrs, NULL));
+        for (int i = 0; i < 100; i++) TRY(tn_prepared_launch(plan, &prep));
         t_raw += now_us() - t0;
         CU(ctx->cu->CtxSynchronize());
     }

@@ -37,7 +37,7 @@ tn_status tn_gpu_check(tn_plan *plan, const float *params, const tn_check_option
 tn_status tn_gpu_time(tn_plan *plan, const float *params, tn_timing *out);
 /* Device-to-device copy of bytes, counted read + written, in GB/s. */
 tn_status tn_gpu_copy_ceiling(tn_context *ctx, size_t bytes, double *gbs);
-/* Host cost of tn_plan_launch and of the bare cuLaunchKernel it makes, in µs per call. */
+/* Host cost of tn_plan_launch and of the bare cuLaunchKernelEx it makes, in µs per call. */
 tn_status tn_gpu_launch_overhead(tn_plan *plan, const float *params, int calls, double *tn_us, double *raw_us);
 
 #endif

@@ -556,7 +556,7 @@ static int check_and_time(tn_context *ctx, tn_plan *plan, const cli *c, double c
         double tn_us = 0, raw_us = 0;
         st = tn_gpu_launch_overhead(plan, params, 2000, &tn_us, &raw_us);
         if (st != TN_STATUS_OK) return fail(ctx, st, "overhead");
-        printf("%s host: tn_plan_launch %.2f us/call, bare cuLaunchKernel %.2f us/call: tmanorm adds %.2f us\n", label,
+        printf("%s host: tn_plan_launch %.2f us/call, bare cuLaunchKernelEx %.2f us/call: tmanorm adds %.2f us\n", label,
                tn_us, raw_us, tn_us - raw_us);
     }
     return cr.passed ? 0 : 1;

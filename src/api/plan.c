@@ -8,6 +8,7 @@
 #include "api/context.h"
 #include "api/plan_internal.h"
 #include "codegen/codegen.h"
+#include "rt/launch.h"
 #include "ir/ir.h"
 #include "sched/heuristics.h"
 #include "util/alloc.h"
@@ -19,6 +20,9 @@ typedef struct tn_variant {
     tn_plan_desc desc;
     char *source;
     tn_kernel *kernel; /* held from the cache until the plan is destroyed */
+    int num_launches;
+    tn_launch_desc launches[TN_MAX_LAUNCHES];
+    CUfunction fns[TN_MAX_LAUNCHES]; /* looked up by name once, with a GPU */
     int compiled;      /* 1: this plan compiled the kernel (0: a cache hit) */
     atomic_int ready;  /* set once desc, source and kernel are final */
 } tn_variant;
@@ -30,6 +34,7 @@ struct tn_plan {
     int64_t rows, cols;
     int kind; /* a forced tn_plan_kind, or -1 */
     tn_io_info inputs[TN_MAX_IO], outputs[TN_MAX_IO]; /* looked up once: the launch path reads these */
+    tn_abi abi;                                        /* the kernel's parameters, for packing */
     tn_variant *primary;
     tn_variant variants[TN_ALIGN_CLASSES];
     pthread_mutex_t lock; /* serializes building fallback variants */
@@ -52,6 +57,14 @@ static tn_status build_variant(tn_plan *plan, tn_variant *var, const tn_plan_des
     int compiled = 0;
     tn_status st = tn_cache_get(ctx, source, &k, &compiled);
     if (st != TN_STATUS_OK) {
+        tn_free(&ctx->base.alloc, source);
+        return st;
+    }
+    var->num_launches = tn_plan_desc_launches(desc, var->launches);
+    for (int i = 0; i < var->num_launches && ctx->has_gpu && st == TN_STATUS_OK; i++)
+        st = tn_kernel_function(ctx, k, &var->launches[i], &var->fns[i]);
+    if (st != TN_STATUS_OK) {
+        tn_cache_release(ctx, k);
         tn_free(&ctx->base.alloc, source);
         return st;
     }
@@ -147,6 +160,7 @@ tn_status tn_plan_create(tn_context *ctx, const tn_fusion *f, int64_t rows, int6
     }
     for (int i = 0; i < plan->fusion->num_inputs; i++) tn_fusion_io_info(plan->fusion, TN_IO_INPUT, i, &plan->inputs[i]);
     for (int o = 0; o < plan->fusion->num_outputs; o++) tn_fusion_io_info(plan->fusion, TN_IO_OUTPUT, o, &plan->outputs[o]);
+    tn_abi_of(plan->fusion, &plan->abi);
     tn_plan_desc desc;
     st = opts.plan_json ? replay(plan, opts.plan_json, opts.align_bytes, &desc)
                         : schedule(plan, opts.align_bytes, &desc);
@@ -291,25 +305,30 @@ tn_status tn_plan_prepare(tn_plan *plan, const tn_launch_args *args, tn_prepared
                             args->num_inputs, args->num_outputs, args->num_params);
     if ((f->num_inputs && !args->inputs) || !args->outputs || (f->num_params && !args->params))
         return tn_set_error(ctx, TN_STATUS_INVALID_ARGUMENT, "launch: null inputs, outputs or params array");
-    tn_kernel_arg *vals = out->vals;
-    int n = 0, align = 16;
+    int64_t in_stride[TN_MAX_IO], out_stride[TN_MAX_IO];
+    int align = 16;
     for (int i = 0; i < f->num_inputs; i++) {
-        int64_t stride;
-        tn_status st = check_tensor(plan, "input", i, &args->inputs[i], &plan->inputs[i], &stride, &align);
+        tn_status st = check_tensor(plan, "input", i, &args->inputs[i], &plan->inputs[i], &in_stride[i], &align);
         if (st != TN_STATUS_OK) return st;
-        vals[n++].ptr = args->inputs[i].data;
-        if (plan->inputs[i].shape == TN_SHAPE_ROW) vals[n++].i64 = stride;
     }
     for (int o = 0; o < f->num_outputs; o++) {
-        int64_t stride;
-        tn_status st = check_tensor(plan, "output", o, &args->outputs[o], &plan->outputs[o], &stride, &align);
+        tn_status st = check_tensor(plan, "output", o, &args->outputs[o], &plan->outputs[o], &out_stride[o], &align);
         if (st != TN_STATUS_OK) return st;
-        vals[n++].ptr = args->outputs[o].data;
-        if (plan->outputs[o].shape == TN_SHAPE_ROW) vals[n++].i64 = stride;
     }
-    for (int k = 0; k < f->num_params; k++) vals[n++].f32 = args->params[k];
-    vals[n++].i64 = plan->rows;
-    for (int i = 0; i < n; i++) out->ptrs[i] = &vals[i];
+    tn_kernel_arg *vals = out->vals;
+    for (int i = 0; i < plan->abi.count; i++) {
+        const tn_abi_arg *a = &plan->abi.args[i];
+        switch (a->kind) {
+        case TN_ARG_INPUT: vals[i].ptr = args->inputs[a->index].data; break;
+        case TN_ARG_INPUT_LD: vals[i].i64 = in_stride[a->index]; break;
+        case TN_ARG_OUTPUT: vals[i].ptr = args->outputs[a->index].data; break;
+        case TN_ARG_OUTPUT_LD: vals[i].i64 = out_stride[a->index]; break;
+        case TN_ARG_PARAM: vals[i].f32 = args->params[a->index]; break;
+        case TN_ARG_ROWS: vals[i].i64 = plan->rows; break;
+        default: return tn_set_error(ctx, TN_STATUS_INTERNAL, "launch: unknown kernel argument kind %d", (int)a->kind);
+        }
+        out->ptrs[i] = &vals[i];
+    }
 
     /* Arguments are checked first, so a machine without a GPU tests them too. */
     if (!ctx->has_gpu) return tn_set_error(ctx, TN_STATUS_NO_DEVICE, "launch: no GPU: %s", ctx->no_gpu_reason);
@@ -317,22 +336,27 @@ tn_status tn_plan_prepare(tn_plan *plan, const tn_launch_args *args, tn_prepared
     tn_variant *v = NULL;
     if (st == TN_STATUS_OK) st = variant_for(plan, align, args->stream, &v);
     if (st != TN_STATUS_OK) return st;
-    out->fn = v->kernel->fn;
-    out->grid = (unsigned)v->desc.grid;
-    out->block = (unsigned)v->desc.block_threads;
+    out->num_launches = v->num_launches;
+    for (int i = 0; i < v->num_launches; i++) {
+        out->launches[i] = v->launches[i];
+        out->fns[i] = v->fns[i];
+    }
     out->stream = (CUstream)args->stream;
+    return TN_STATUS_OK;
+}
+
+tn_status tn_prepared_launch(tn_plan *plan, tn_prepared *p) {
+    for (int i = 0; i < p->num_launches; i++) {
+        tn_status st = tn_launch_kernel(plan->ctx, p->fns[i], &p->launches[i], p->ptrs, p->stream);
+        if (st != TN_STATUS_OK) return st;
+    }
     return TN_STATUS_OK;
 }
 
 tn_status tn_plan_launch(tn_plan *plan, const tn_launch_args *args) {
     tn_prepared p;
     tn_status st = tn_plan_prepare(plan, args, &p);
-    if (st != TN_STATUS_OK) return st;
-    CUresult r = plan->ctx->cu->LaunchKernel(p.fn, p.grid, 1, 1, p.block, 1, 1, 0, p.stream, p.ptrs, NULL);
-    if (r != CUDA_SUCCESS)
-        return tn_set_error(plan->ctx, TN_STATUS_CUDA_ERROR, "launch of '%s': %s", plan->fusion->name,
-                            tn_cuda_error_text(r));
-    return TN_STATUS_OK;
+    return st == TN_STATUS_OK ? tn_prepared_launch(plan, &p) : st;
 }
 
 const tn_fusion *tn_plan_fusion(const tn_plan *plan) { return plan->fusion; }

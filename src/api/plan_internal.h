@@ -6,8 +6,8 @@
 
 #include "ir/ir.h"
 #include "rt/cuda.h"
-
-#define TN_MAX_KERNEL_ARGS (2 * TN_MAX_IO + 2 * TN_MAX_IO + TN_MAX_IO + 1)
+#include "sched/abi.h"
+#include "sched/plan.h"
 
 typedef union tn_kernel_arg {
     void *ptr;
@@ -18,12 +18,15 @@ typedef union tn_kernel_arg {
 typedef struct tn_prepared {
     tn_kernel_arg vals[TN_MAX_KERNEL_ARGS];
     void *ptrs[TN_MAX_KERNEL_ARGS]; /* point into vals: do not copy a prepared launch */
-    CUfunction fn;
-    unsigned grid, block;
+    int num_launches;
+    tn_launch_desc launches[TN_MAX_LAUNCHES];
+    CUfunction fns[TN_MAX_LAUNCHES];
     CUstream stream;
 } tn_prepared;
 
 tn_status tn_plan_prepare(tn_plan *plan, const tn_launch_args *args, tn_prepared *out);
+/* Enqueues a prepared launch's kernels (what tn_plan_launch does after preparing). */
+tn_status tn_prepared_launch(tn_plan *plan, tn_prepared *p);
 const tn_fusion *tn_plan_fusion(const tn_plan *plan);
 tn_context *tn_plan_context(const tn_plan *plan);
 int64_t tn_plan_rows(const tn_plan *plan);

@@ -5,6 +5,8 @@
    then the reductions across threads, then the per-row values that follow. */
 #include "codegen/codegen.h"
 
+#include "sched/abi.h"
+
 #include <math.h>
 #include <stdio.h>
 
@@ -225,21 +227,23 @@ static void source_safe_name(const char *name, char *out, size_t cap) {
 }
 
 static void emit_signature(gen *g) {
-    const tn_fusion *f = g->f;
-    tn_strbuf_printf(g->sb, "extern \"C\" __global__ void __launch_bounds__(%d) " TN_KERNEL_NAME "(\n",
-                     g->p->block_threads);
-    for (int i = 0; i < f->num_inputs; i++) {
-        const tn_node *n = &f->nodes[tn_fusion_input_node(f, i)];
-        tn_strbuf_printf(g->sb, "    const %s *__restrict__ in%d,\n", k_dtype_code[n->dtype].storage, i);
-        if (n->shape == TN_SHAPE_ROW) tn_strbuf_printf(g->sb, "    const long long in%d_ld,\n", i);
+    tn_abi abi;
+    tn_abi_of(g->f, &abi);
+    tn_strbuf_printf(g->sb, "extern \"C\" __global__ void __launch_bounds__(%d) " TN_KERNEL_NAME "(", g->p->block_threads);
+    for (int i = 0; i < abi.count; i++) {
+        const tn_abi_arg *a = &abi.args[i];
+        tn_strbuf_append(g->sb, i ? ",\n    " : "\n    ");
+        switch (a->kind) {
+        case TN_ARG_INPUT: tn_strbuf_printf(g->sb, "const %s *__restrict__ in%d", k_dtype_code[a->dtype].storage, a->index); break;
+        case TN_ARG_INPUT_LD: tn_strbuf_printf(g->sb, "const long long in%d_ld", a->index); break;
+        case TN_ARG_OUTPUT: tn_strbuf_printf(g->sb, "%s *__restrict__ out%d", k_dtype_code[a->dtype].storage, a->index); break;
+        case TN_ARG_OUTPUT_LD: tn_strbuf_printf(g->sb, "const long long out%d_ld", a->index); break;
+        case TN_ARG_PARAM: tn_strbuf_printf(g->sb, "const float prm%d", a->index); break;
+        case TN_ARG_ROWS: tn_strbuf_append(g->sb, "const long long M"); break;
+        default: break;
+        }
     }
-    for (int o = 0; o < f->num_outputs; o++) {
-        tn_strbuf_printf(g->sb, "    %s *__restrict__ out%d,\n", k_dtype_code[f->outputs[o].dtype].storage, o);
-        if (f->nodes[f->outputs[o].value.index].shape == TN_SHAPE_ROW)
-            tn_strbuf_printf(g->sb, "    const long long out%d_ld,\n", o);
-    }
-    for (int k = 0; k < f->num_params; k++) tn_strbuf_printf(g->sb, "    const float prm%d,\n", k);
-    tn_strbuf_append(g->sb, "    const long long M) {\n");
+    tn_strbuf_append(g->sb, ") {\n");
 }
 
 void tn_codegen(const tn_fusion *f, const tn_analysis *a, const tn_plan_desc *p, tn_strbuf *sb) {

@@ -35,6 +35,7 @@ static const symbol k_symbols[] = {
     SYM(FuncGetAttribute, "cuFuncGetAttribute"),
     SYM(FuncSetAttribute, "cuFuncSetAttribute"),
     SYM(LaunchKernel, "cuLaunchKernel"),
+    SYM(LaunchKernelEx, "cuLaunchKernelEx"),
     SYM(GetErrorString, "cuGetErrorString"),
     SYM(StreamIsCapturing, "cuStreamIsCapturing"),
     SYM(MemAlloc, "cuMemAlloc_v2"),

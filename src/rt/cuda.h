@@ -25,6 +25,7 @@ typedef struct tn_cuda_api {
     CUresult (*FuncSetAttribute)(CUfunction, CUfunction_attribute, int);
     CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, unsigned, CUstream, void **, void **);
+    CUresult (*LaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **);
     CUresult (*GetErrorString)(CUresult, const char **);
     CUresult (*StreamIsCapturing)(CUstream, CUstreamCaptureStatus *);
     CUresult (*MemAlloc)(CUdeviceptr *, size_t);

@@ -123,6 +123,19 @@ int tn_analysis_within_limits(const tn_analysis *a, char *err, size_t cap) {
     return 1;
 }
 
+int tn_analysis_plannable(const tn_analysis *a, const tn_device_props *props, char *err, size_t cap) {
+    const int cc = props->cc_major * 10 + props->cc_minor;
+    if (a->has_outer_reduction) {
+        snprintf(err, cap, "outer reductions (over M) are not planned yet");
+        return 0;
+    }
+    if (a->has_f8_output && cc < 89) {
+        snprintf(err, cap, "f8e4m3 outputs need sm_89 or newer; the target is sm_%d", cc);
+        return 0;
+    }
+    return tn_analysis_within_limits(a, err, cap);
+}
+
 int64_t tn_analysis_bytes(const tn_analysis *a, int64_t rows, int64_t cols) {
     int64_t elems, row_bytes, col_bytes, scalar_bytes, total;
     if (__builtin_mul_overflow(rows, cols, &elems) || __builtin_mul_overflow(elems, (int64_t)a->row_elem_bytes, &row_bytes) ||

@@ -43,6 +43,9 @@ typedef struct tn_analysis {
 void tn_analyze(const tn_fusion *f, tn_analysis *out);
 /* 1 if one kernel can run the fusion; else 0 and the reason in err. */
 int tn_analysis_within_limits(const tn_analysis *a, char *err, size_t cap);
+/* 1 if some plan kind can run the fusion on props (outer reductions, f8 outputs
+   below sm_89 and the limits above cannot); else 0 and the reason in err. */
+int tn_analysis_plannable(const tn_analysis *a, const tn_device_props *props, char *err, size_t cap);
 /* Bytes at the floor for [rows, cols]; -1 if they do not fit in 64 bits. */
 int64_t tn_analysis_bytes(const tn_analysis *a, int64_t rows, int64_t cols);
 

@@ -109,14 +109,7 @@ int tn_schedule(const tn_schedule_request *r, tn_plan_desc *p, char *err, size_t
     p->rows = r->rows;
     p->cols = r->cols;
     p->cc = r->props->cc_major * 10 + r->props->cc_minor;
-    if (a->has_outer_reduction) {
-        snprintf(err, cap, "outer reductions (over M) are not planned yet");
-        return 0;
-    }
-    if (a->has_f8_output && p->cc < 89) {
-        snprintf(err, cap, "f8e4m3 outputs need sm_89 or newer; the target is sm_%d", p->cc);
-        return 0;
-    }
+    if (!tn_analysis_plannable(a, r->props, err, cap)) return 0;
     p->vec = pick_vec(r, p);
     p->align_bytes = tn_plan_access_align(p, a->max_elem_size);
     char reg_err[256] = "";

@@ -27,7 +27,7 @@ typedef struct field {
 #define F64(n) {#n, offsetof(tn_plan_desc, n), 1}
 static const field k_fields[] = {F64(rows), F64(cols), F32(vec), F32(threads_per_row),
                                  F32(rows_per_cta), F32(batch), F32(block_threads), F64(grid),
-                                 F32(cc), F32(align_bytes)};
+                                 F32(cc), F32(align_bytes), F32(stages), F32(smem_bytes), F32(pdl)};
 #define NUM_FIELDS (sizeof k_fields / sizeof k_fields[0])
 
 static int64_t get(const tn_plan_desc *p, const field *f) {
@@ -55,7 +55,9 @@ void tn_plan_desc_json(const tn_plan_desc *p, tn_strbuf *sb) {
     tn_strbuf_append(sb, ", \"why\": \"");
     for (const char *c = p->why; *c; c++) {
         if (*c == '"' || *c == '\\') tn_strbuf_printf(sb, "\\%c", *c);
-        else if ((unsigned char)*c < 0x20) tn_strbuf_append(sb, " ");
+        else if (*c == '\n') tn_strbuf_append(sb, "\\n");
+        else if (*c == '\t') tn_strbuf_append(sb, "\\t");
+        else if ((unsigned char)*c < 0x20) tn_strbuf_printf(sb, "\\u%04x", (unsigned)(unsigned char)*c);
         else tn_strbuf_printf(sb, "%c", *c);
     }
     tn_strbuf_append(sb, "\"}");
@@ -198,6 +200,8 @@ static int is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
 int tn_plan_desc_check(const tn_plan_desc *p, const tn_analysis *a, const tn_device_props *props,
                        int align, char *err, size_t err_cap) {
+    /* What no plan of any kind can run, whatever its fields. */
+    if (!tn_analysis_plannable(a, props, err, err_cap)) return 0;
     /* Every field in its range first; only then any arithmetic on them. */
     const int max_block = props->max_threads_per_block;
     if ((unsigned)p->kind >= TN_PLAN_KIND_COUNT) REJECT("plan: unknown kind %d", (int)p->kind);
@@ -221,6 +225,11 @@ int tn_plan_desc_check(const tn_plan_desc *p, const tn_analysis *a, const tn_dev
         REJECT("plan: align_bytes %d must be a power of two up to 16", p->align_bytes);
     if (p->cc != props->cc_major * 10 + props->cc_minor)
         REJECT("plan: made for sm_%d, the device is sm_%d%d", p->cc, props->cc_major, props->cc_minor);
+    if (p->stages < 0 || p->stages > 16) REJECT("plan: stages %d must be in [0, 16]", p->stages);
+    if (p->smem_bytes < 0 || p->smem_bytes > props->smem_per_block_optin)
+        REJECT("plan: smem_bytes %d must be in [0, %d]", p->smem_bytes, props->smem_per_block_optin);
+    if (p->pdl != 0 && p->pdl != 1) REJECT("plan: pdl %d must be 0 or 1", p->pdl);
+    if (p->pdl && p->cc < 90) REJECT("plan: pdl needs sm_90 or newer; the plan is for sm_%d", p->cc);
     if (p->vec > 1 && p->vec * a->min_row_elem_size > 16)
         REJECT("plan: vec %d is wider than one 16-byte access of the narrowest tensor", p->vec);
     if (p->align_bytes != tn_plan_access_align(p, a->max_elem_size))
@@ -236,5 +245,12 @@ int tn_plan_desc_check(const tn_plan_desc *p, const tn_analysis *a, const tn_dev
     } else if (p->rows_per_cta != 1) {
         REJECT("plan: a looped plan takes one row per CTA");
     }
+    if (p->stages != 0 || p->smem_bytes != 0)
+        REJECT("plan: a %s plan has no shared-memory ring (stages and smem_bytes 0)", tn_plan_kind_name(p->kind));
+    return 1;
+}
+
+int tn_plan_desc_launches(const tn_plan_desc *p, tn_launch_desc *out) {
+    out[0] = (tn_launch_desc){"tn_kernel", p->grid, p->block_threads, p->smem_bytes, 1, p->pdl};
     return 1;
 }

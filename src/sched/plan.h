@@ -26,8 +26,26 @@ typedef struct tn_plan_desc {
     int64_t grid;        /* CTAs launched; each loops over row groups */
     int cc;              /* compute capability the plan targets, e.g. 90 */
     int align_bytes;     /* alignment the plan's vector accesses need */
+    int stages;          /* shared-memory slots in the ring (0: no ring) */
+    int smem_bytes;      /* dynamic shared memory per CTA */
+    int pdl;             /* 1: programmatic dependent launch (sm_90+) */
     char why[480];       /* the scheduler's reasons, one clause per decision */
 } tn_plan_desc;
+
+/* One kernel launch of a plan. A plan is carried out as a list of them, in
+   order, each through tn_launch (rt/launch.h). */
+typedef struct tn_launch_desc {
+    const char *kernel; /* its name in the plan's module */
+    int64_t grid;
+    int block;
+    int smem_bytes; /* dynamic */
+    int cluster;    /* CTAs per cluster along x (1: no cluster) */
+    int pdl;
+} tn_launch_desc;
+
+#define TN_MAX_LAUNCHES 2
+/* The launches that carry out p; returns how many. */
+int tn_plan_desc_launches(const tn_plan_desc *p, tn_launch_desc *out);
 
 const char *tn_plan_kind_name(tn_plan_kind kind);
 int tn_plan_kind_from_name(const char *name); /* -1 if unknown */

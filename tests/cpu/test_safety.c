@@ -46,7 +46,7 @@ static void test_replay_ranges(tn_context *ctx) {
         /* threads_per_row * rows_per_cta wraps to 256 in 32 bits */
         {"{\"kind\": \"register\", \"rows\": 4096, \"cols\": 4096, \"vec\": 8, \"threads_per_row\": 32, "
          "\"rows_per_cta\": 134217736, \"batch\": 16, \"block_threads\": 256, \"grid\": 512, \"cc\": 90, "
-         "\"align_bytes\": 16}", "rows_per_cta"},
+         "\"align_bytes\": 16, \"stages\": 0, \"smem_bytes\": 0, \"pdl\": 0}", "rows_per_cta"},
         /* 4294967304 = 2^32 + 8 was read as 8 */
         {"{\"kind\": \"register\", \"rows\": 4096, \"cols\": 4096, \"vec\": 4294967304, \"threads_per_row\": 64, "
          "\"rows_per_cta\": 4, \"batch\": 8, \"block_threads\": 256, \"grid\": 1024, \"cc\": 90, \"align_bytes\": 16}",
@@ -60,13 +60,13 @@ static void test_replay_ranges(tn_context *ctx) {
          "after the object"},
         {"{\"kind\": \"register\", \"rows\": 4096, \"rows\": 4096}", "twice"},
         {"{\"kind\": \"register\", \"rows\": 4096, \"cols\": 4096, \"vec\": 8, \"threads_per_row\": 64, "
-         "\"rows_per_cta\": 4, \"batch\": 8, \"block_threads\": 256, \"grid\": -5, \"cc\": 90, \"align_bytes\": 16}",
+         "\"rows_per_cta\": 4, \"batch\": 8, \"block_threads\": 256, \"grid\": -5, \"cc\": 90, \"align_bytes\": 16, \"stages\": 0, \"smem_bytes\": 0, \"pdl\": 0}",
          "grid"},
         {"{\"kind\": \"register\", \"rows\": 4096, \"cols\": 4096, \"vec\": 8, \"threads_per_row\": 64, "
-         "\"rows_per_cta\": 4, \"batch\": 8, \"block_threads\": 256, \"grid\": 1024, \"cc\": 90, \"align_bytes\": 3}",
+         "\"rows_per_cta\": 4, \"batch\": 8, \"block_threads\": 256, \"grid\": 1024, \"cc\": 90, \"align_bytes\": 3, \"stages\": 0, \"smem_bytes\": 0, \"pdl\": 0}",
          "align_bytes"},
         {"{\"kind\": \"register\", \"rows\": 4096, \"cols\": 4096, \"vec\": 8, \"threads_per_row\": -2147483648, "
-         "\"rows_per_cta\": 4, \"batch\": 8, \"block_threads\": 256, \"grid\": 1024, \"cc\": 90, \"align_bytes\": 16}",
+         "\"rows_per_cta\": 4, \"batch\": 8, \"block_threads\": 256, \"grid\": 1024, \"cc\": 90, \"align_bytes\": 16, \"stages\": 0, \"smem_bytes\": 0, \"pdl\": 0}",
          "threads_per_row"},
         {"{\"kind\": \"register\", \"rows\": 4096, \"cols\": 4096, \"vec\": 8, \"threads_per_row\": 64, "
          "\"rows_per_cta\": 4, \"batch\": 8, \"block_threads\": 256, \"grid\": 1024, \"cc\": 90, \"align_bytes\": 16, "
@@ -84,7 +84,8 @@ static void test_replay_ranges(tn_context *ctx) {
     /* The same plan written by hand, in range, is taken; escapes in "why" are read. */
     tn_plan_options good = {0, "{\"kind\": \"register\", \"rows\": 4096, \"cols\": 4096, \"vec\": 8, \"threads_per_row\""
                                ": 64, \"rows_per_cta\": 4, \"batch\": 8, \"block_threads\": 256, \"grid\": 1024, \"cc\": "
-                               "90, \"align_bytes\": 16, \"why\": \"by hand\\n\\u0041\\\"\"}", NULL};
+                               "90, \"align_bytes\": 16, \"stages\": 0, \"smem_bytes\": 0, \"pdl\": 0, \"why\": "
+                               "\"by hand\\n\\u0041\\\"\"}", NULL};
     CHECK(tn_plan_create(ctx, f, 4096, 4096, &good, &plan) == TN_STATUS_OK, "good plan: %s", tn_context_last_error(ctx));
     tn_plan_destroy(plan);
     tn_fusion_destroy(f);

@@ -1,0 +1,43 @@
+/* The one launch function (see launch.h). */
+#include "rt/launch.h"
+
+#include "api/context.h"
+
+tn_status tn_kernel_function(tn_context *ctx, const tn_kernel *k, const tn_launch_desc *l, CUfunction *out) {
+    const tn_cuda_api *cu = ctx->cu;
+    CUfunction fn = NULL;
+    CUresult r = cu->ModuleGetFunction(&fn, k->module, l->kernel);
+    if (r != CUDA_SUCCESS)
+        return tn_set_error(ctx, TN_STATUS_INTERNAL, "kernel '%s' not found in the plan's module: %s", l->kernel,
+                            tn_cuda_error_text(r));
+    /* Above 48 KiB a kernel must opt in to its dynamic shared memory. */
+    if (l->smem_bytes > 48 * 1024 &&
+        (r = cu->FuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, l->smem_bytes)) != CUDA_SUCCESS)
+        return tn_set_error(ctx, TN_STATUS_CUDA_ERROR, "kernel '%s': %d bytes of dynamic shared memory: %s", l->kernel,
+                            l->smem_bytes, tn_cuda_error_text(r));
+    *out = fn;
+    return TN_STATUS_OK;
+}
+
+tn_status tn_launch_kernel(tn_context *ctx, CUfunction fn, const tn_launch_desc *l, void **params, CUstream stream) {
+    CUlaunchAttribute attrs[2];
+    unsigned n = 0;
+    if (l->cluster > 1) {
+        attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        attrs[n].value.clusterDim.x = (unsigned)l->cluster;
+        attrs[n].value.clusterDim.y = attrs[n].value.clusterDim.z = 1;
+        n++;
+    }
+    if (l->pdl) {
+        attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attrs[n].value.programmaticStreamSerializationAllowed = 1;
+        n++;
+    }
+    CUlaunchConfig cfg = {(unsigned)l->grid, 1, 1, (unsigned)l->block, 1, 1, (unsigned)l->smem_bytes, stream,
+                          n ? attrs : NULL, n};
+    CUresult r = ctx->cu->LaunchKernelEx(&cfg, fn, params, NULL);
+    if (r != CUDA_SUCCESS)
+        return tn_set_error(ctx, TN_STATUS_CUDA_ERROR, "launch of '%s' (%lld x %d threads, %d bytes shared): %s",
+                            l->kernel, (long long)l->grid, l->block, l->smem_bytes, tn_cuda_error_text(r));
+    return TN_STATUS_OK;
+}
