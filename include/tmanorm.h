@@ -211,8 +211,15 @@ typedef struct tn_plan_options {
     int align_bytes;
     /* A plan in JSON (as tn_plan_describe prints it) to replay instead of scheduling. */
     const char *plan_json;
-    /* Force a plan kind by name ("register", "looped"); NULL: let the scheduler pick. */
+    /* Force a plan kind by name ("register", "looped", "tma"); NULL: let the
+       scheduler pick. Fallback variants for tensors aligned below what the
+       forced kind needs use the scheduler's choice. */
     const char *kind;
+    /* Programmatic dependent launch: 0 on where the device has it (sm_90+),
+       1 on (an error below sm_90), -1 off. With it, the kernel waits for the
+       previous kernel in the stream (griddepcontrol.wait) before its first
+       read, and the next kernel's prologue overlaps this one's tail. */
+    int pdl;
 } tn_plan_options;
 
 /* Schedules f for [M, N] on the context's GPU (or target) and compiles the kernel.

@@ -1,9 +1,12 @@
 /* `tmanorm tune`: every plan the scheduler could have made for one fusion and
-   shape, each checked against the reference and timed on the GPU, fastest
-   first, with the scheduler's own choice marked. What the heuristics are
-   measured against. */
+   shape (tn_schedule_candidates: every kind's candidates from the scheduler's
+   own table), each checked against the reference and timed on the GPU,
+   fastest first, with the scheduler's own choice marked and its regret (its
+   time over the best). What the heuristics are measured against. */
 #include "tune.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,54 +15,17 @@
 #include "gpu_check.h"
 #include "sched/heuristics.h"
 
-#define MAX_CANDIDATES 96
+#define MAX_CANDIDATES 128
+#define COMPILE_THREADS 16
 
 typedef struct candidate {
     tn_plan_desc desc;
+    tn_plan *plan;
     double us;
     int passed;
+    int chosen; /* the scheduler's own plan */
+    char error[352];
 } candidate;
-
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-/* Register plans around the scheduler's vector width, and three looped plans. */
-static int enumerate(const tn_analysis *a, const tn_plan_desc *base, const tn_device_props *d, candidate *out) {
-    int n = 0;
-    const int64_t nv = base->cols / base->vec;
-    const int words = (int)ceil_div((int64_t)base->vec * a->buffer_elem_bytes, 4);
-    for (int t = 1; t <= 1024; t *= 2) {
-        int64_t batch = ceil_div(nv, t);
-        if (batch > 16 || (t > 1 && (t / 2) >= nv)) continue;
-        for (int r = 1; r <= 64 && n < MAX_CANDIDATES; r *= 2) {
-            int block = t * r;
-            if (block % 32 || block > 1024 || block < 64) continue;
-            int cap = (d->regs_per_sm / block) & ~7;
-            if (TN_REG_NEED((int)batch * words) > (cap > 255 ? 255 : cap)) continue;
-            tn_plan_desc p = *base;
-            p.kind = TN_PLAN_REGISTER;
-            p.threads_per_row = t;
-            p.rows_per_cta = r;
-            p.batch = (int)batch;
-            p.block_threads = block;
-            p.grid = ceil_div(base->rows, r);
-            if (p.grid > 0x7fffffff) continue;
-            snprintf(p.why, sizeof p.why, "tune candidate");
-            out[n++].desc = p;
-        }
-    }
-    for (int block = 256; block <= 1024 && n < MAX_CANDIDATES; block *= 2) {
-        tn_plan_desc p = *base;
-        p.kind = TN_PLAN_LOOPED;
-        p.threads_per_row = p.block_threads = block;
-        p.rows_per_cta = 1;
-        p.batch = 4;
-        int64_t ctas = (int64_t)d->sm_count * (d->max_threads_per_sm / block);
-        p.grid = base->rows < ctas ? base->rows : ctas;
-        snprintf(p.why, sizeof p.why, "tune candidate");
-        out[n++].desc = p;
-    }
-    return n;
-}
 
 static int by_time(const void *x, const void *y) {
     const candidate *a = x, *b = y;
@@ -69,56 +35,109 @@ static int by_time(const void *x, const void *y) {
 
 static int same_plan(const tn_plan_desc *a, const tn_plan_desc *b) {
     return a->kind == b->kind && a->vec == b->vec && a->threads_per_row == b->threads_per_row &&
-           a->rows_per_cta == b->rows_per_cta && a->batch == b->batch && a->grid == b->grid;
+           a->rows_per_cta == b->rows_per_cta && a->batch == b->batch && a->grid == b->grid && a->stages == b->stages;
+}
+
+typedef struct compile_pool {
+    tn_context *ctx;
+    const tn_fusion *f;
+    int64_t rows, cols;
+    candidate *cands;
+    int n;
+    atomic_int next;
+} compile_pool;
+
+/* Workers create the candidates' plans: NVRTC runs outside the context's
+   locks, so the compiles proceed side by side. */
+static void *compile_worker(void *arg) {
+    compile_pool *pool = arg;
+    for (int i; (i = atomic_fetch_add(&pool->next, 1)) < pool->n;) {
+        candidate *c = &pool->cands[i];
+        tn_strbuf sb;
+        tn_strbuf_init(&sb, NULL);
+        tn_plan_desc_json(&c->desc, &sb);
+        tn_plan_options po = {0, sb.data, NULL};
+        if (tn_plan_create(pool->ctx, pool->f, pool->rows, pool->cols, &po, &c->plan) != TN_STATUS_OK)
+            snprintf(c->error, sizeof c->error, "%s", tn_context_last_error(pool->ctx));
+        tn_strbuf_free(&sb);
+    }
+    return NULL;
 }
 
 int tn_tune(tn_context *ctx, const tn_fusion *f, int64_t rows, int64_t cols, const float *params) {
-    static candidate cands[MAX_CANDIDATES];
+    static candidate cands[MAX_CANDIDATES + 1];
+    static tn_plan_desc plans[MAX_CANDIDATES];
     tn_analysis a;
     tn_analyze(f, &a);
     tn_plan_desc chosen;
     char err[320];
-    tn_schedule_request req = {&a, rows, cols, 16, -1, &ctx->props};
+    tn_schedule_request req = {&a, rows, cols, 16, -1, &ctx->props, ctx->props.cc_major >= 9}; /* PDL as plans default */
     if (!tn_schedule(&req, &chosen, err, sizeof err)) {
         fprintf(stderr, "tmanorm tune: %s\n", err);
         return 2;
     }
-    int n = enumerate(&a, &chosen, &ctx->props, cands);
-    printf("tune %s [%lld x %lld]: %d candidates (vec %d)\n", f->name, (long long)rows, (long long)cols, n, chosen.vec);
+    int n = tn_schedule_candidates(&req, plans, MAX_CANDIDATES);
+    int have_chosen = 0;
     for (int i = 0; i < n; i++) {
-        tn_strbuf sb;
-        tn_strbuf_init(&sb, NULL);
-        tn_plan_desc_json(&cands[i].desc, &sb);
-        tn_plan_options po = {0, sb.data, NULL};
-        tn_plan *plan = NULL;
+        memset(&cands[i], 0, sizeof cands[i]);
+        cands[i].desc = plans[i];
+        cands[i].chosen = same_plan(&plans[i], &chosen);
+        have_chosen |= cands[i].chosen;
+    }
+    if (!have_chosen) { /* the scheduler's plan is timed too, candidate or not */
+        memset(&cands[n], 0, sizeof cands[n]);
+        cands[n].desc = chosen;
+        cands[n++].chosen = 1;
+    }
+    printf("tune %s [%lld x %lld]: %d candidates (vec %d), the scheduler's: %s\n", f->name, (long long)rows,
+           (long long)cols, n, chosen.vec, tn_plan_kind_name(chosen.kind));
+    fflush(stdout);
+    compile_pool pool = {ctx, f, rows, cols, cands, n, 0};
+    pthread_t th[COMPILE_THREADS];
+    for (int t = 0; t < COMPILE_THREADS; t++) pthread_create(&th[t], NULL, compile_worker, &pool);
+    for (int t = 0; t < COMPILE_THREADS; t++) pthread_join(th[t], NULL);
+    for (int i = 0; i < n; i++) {
+        candidate *c = &cands[i];
         tn_check_result cr;
         tn_timing t;
-        cands[i].us = 1e30;
-        cands[i].passed = 0;
         tn_check_options co = {7, 8, 0, 0};
-        if (tn_plan_create(ctx, f, rows, cols, &po, &plan) == TN_STATUS_OK &&
-            tn_gpu_check(plan, params, &co, &cr) == TN_STATUS_OK && cr.passed &&
-            tn_gpu_time(plan, params, &t) == TN_STATUS_OK) {
-            cands[i].us = t.us;
-            cands[i].passed = 1;
-        }
-        tn_plan_destroy(plan);
-        tn_strbuf_free(&sb);
+        c->us = 1e30;
+        if (!c->plan) continue;
+        if (tn_gpu_check(c->plan, params, &co, &cr) != TN_STATUS_OK)
+            snprintf(c->error, sizeof c->error, "check: %s", tn_context_last_error(ctx));
+        else if (!cr.passed)
+            snprintf(c->error, sizeof c->error, "wrong: %s", cr.detail);
+        else if (tn_gpu_time(c->plan, params, &t) != TN_STATUS_OK)
+            snprintf(c->error, sizeof c->error, "time: %s", tn_context_last_error(ctx));
+        else
+            c->us = t.us, c->passed = 1;
+        tn_plan_destroy(c->plan);
+        c->plan = NULL;
     }
     qsort(cands, (size_t)n, sizeof cands[0], by_time);
-    printf("%-9s %5s %7s %5s %6s %7s %10s\n", "kind", "vec", "t/row", "rows", "batch", "block", "us");
+    printf("%-9s %5s %7s %5s %6s %7s %6s %8s %10s\n", "kind", "vec", "t/row", "rows", "batch", "block", "stages",
+           "smem", "us");
+    double chosen_us = 0;
     for (int i = 0; i < n; i++) {
         const tn_plan_desc *p = &cands[i].desc;
-        printf("%-9s %5d %7d %5d %6d %7d %10.2f%s%s\n", tn_plan_kind_name(p->kind), p->vec, p->threads_per_row,
-               p->rows_per_cta, p->batch, p->block_threads, cands[i].us, cands[i].passed ? "" : " (failed)",
-               same_plan(p, &chosen) ? "  <- scheduler" : "");
+        if (cands[i].chosen) chosen_us = cands[i].us;
+        printf("%-9s %5d %7d %5d %6d %7d %6d %8d %10.2f%s%s%s\n", tn_plan_kind_name(p->kind), p->vec,
+               p->threads_per_row, p->rows_per_cta, p->batch, p->block_threads, p->stages, p->smem_bytes, cands[i].us,
+               cands[i].chosen ? "  <- scheduler" : "", cands[i].passed ? "" : "  FAILED: ", cands[i].error);
     }
+    int failed = 0;
+    for (int i = 0; i < n; i++) failed += !cands[i].passed;
     if (n && cands[0].passed) {
         tn_strbuf sb;
         tn_strbuf_init(&sb, NULL);
         tn_plan_desc_json(&cands[0].desc, &sb);
         printf("best: %s\n", sb.data);
         tn_strbuf_free(&sb);
+        /* One line per shape for bench/: the heuristic's regret. */
+        printf("regret %s %lldx%lld: scheduler %s %.2f us, best %s %.2f us, regret %.3f\n", f->name, (long long)rows,
+               (long long)cols, tn_plan_kind_name(chosen.kind), chosen_us, tn_plan_kind_name(cands[0].desc.kind),
+               cands[0].us, chosen_us / cands[0].us);
     }
-    return 0;
+    if (failed) printf("%d candidates failed\n", failed);
+    return failed ? 1 : 0;
 }

@@ -33,6 +33,7 @@ struct tn_plan {
     tn_analysis an;
     int64_t rows, cols;
     int kind; /* a forced tn_plan_kind, or -1 */
+    int pdl;  /* programmatic dependent launch: 1 on, 0 off */
     tn_io_info inputs[TN_MAX_IO], outputs[TN_MAX_IO]; /* looked up once: the launch path reads these */
     tn_abi abi;                                        /* the kernel's parameters, for packing */
     tn_variant *primary;
@@ -76,9 +77,9 @@ static tn_status build_variant(tn_plan *plan, tn_variant *var, const tn_plan_des
     return TN_STATUS_OK;
 }
 
-static tn_status schedule(tn_plan *plan, int align, tn_plan_desc *desc) {
+static tn_status schedule(tn_plan *plan, int align, int kind, tn_plan_desc *desc) {
     char err[320];
-    tn_schedule_request req = {&plan->an, plan->rows, plan->cols, align, plan->kind, &plan->ctx->props};
+    tn_schedule_request req = {&plan->an, plan->rows, plan->cols, align, kind, &plan->ctx->props, plan->pdl};
     if (tn_schedule(&req, desc, err, sizeof err)) return TN_STATUS_OK;
     return tn_set_error(plan->ctx, TN_STATUS_UNSUPPORTED, "fusion '%s' at [%lld, %lld]: %s", plan->fusion->name,
                         (long long)plan->rows, (long long)plan->cols, err);
@@ -123,7 +124,7 @@ tn_status tn_plan_create(tn_context *ctx, const tn_fusion *f, int64_t rows, int6
         return tn_set_error(ctx, TN_STATUS_UNSUPPORTED, "tn_plan_create: cols (N = %lld) above 2^31 - 1", (long long)cols);
     if (rows > TN_MAX_ROWS)
         return tn_set_error(ctx, TN_STATUS_UNSUPPORTED, "tn_plan_create: rows (M = %lld) above 2^48", (long long)rows);
-    tn_plan_options opts = {16, NULL, NULL};
+    tn_plan_options opts = {16, NULL, NULL, 0};
     if (options) opts = *options;
     if (opts.align_bytes == 0) opts.align_bytes = 16;
     if (opts.align_bytes < 0 || (opts.align_bytes & (opts.align_bytes - 1)))
@@ -144,6 +145,8 @@ tn_status tn_plan_create(tn_context *ctx, const tn_fusion *f, int64_t rows, int6
     plan->rows = rows;
     plan->cols = cols;
     plan->kind = kind;
+    /* PDL is on by default where the device has it (sm_90+), as other libraries do. */
+    plan->pdl = opts.pdl < 0 ? 0 : opts.pdl > 0 ? 1 : ctx->props.cc_major >= 9;
     pthread_mutex_init(&plan->lock, NULL);
     st = tn_fusion_clone(f, &plan->fusion);
     if (st != TN_STATUS_OK) goto done;
@@ -163,7 +166,7 @@ tn_status tn_plan_create(tn_context *ctx, const tn_fusion *f, int64_t rows, int6
     tn_abi_of(plan->fusion, &plan->abi);
     tn_plan_desc desc;
     st = opts.plan_json ? replay(plan, opts.plan_json, opts.align_bytes, &desc)
-                        : schedule(plan, opts.align_bytes, &desc);
+                        : schedule(plan, opts.align_bytes, plan->kind, &desc);
     if (st != TN_STATUS_OK) goto done;
     plan->primary = &plan->variants[align_class(desc.align_bytes)];
     st = build_variant(plan, plan->primary, &desc);
@@ -286,7 +289,9 @@ static tn_status variant_for(tn_plan *plan, int align, void *stream, tn_variant 
     tn_status st = TN_STATUS_OK;
     if (!atomic_load(&v->ready)) {
         tn_plan_desc desc;
-        st = schedule(plan, align, &desc);
+        st = schedule(plan, align, plan->kind, &desc);
+        /* A forced kind that cannot take these tensors (tma below 16-byte alignment) yields to the scheduler's choice. */
+        if (st == TN_STATUS_UNSUPPORTED && plan->kind >= 0) st = schedule(plan, align, -1, &desc);
         if (st == TN_STATUS_OK) st = build_variant(plan, v, &desc);
     }
     pthread_mutex_unlock(&plan->lock);

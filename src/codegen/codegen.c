@@ -1,8 +1,15 @@
-/* Code generation (see codegen.h). Driven by tables: op -> expression,
-   dtype -> storage type and conversions. The row program is emitted phase by
-   phase: each phase is a loop over the row's elements that computes what its
-   reductions need (recomputing elementwise values from the loaded inputs),
-   then the reductions across threads, then the per-row values that follow. */
+/* Code generation (see codegen.h), in three layers:
+   - the row program, emitted from the fusion phase by phase: each phase is a
+     loop over the row's vectors that computes what its reductions need
+     (recomputing elementwise values from the inputs), then the reductions
+     across threads, then the per-row values that follow; the same text for
+     every plan kind;
+   - the row storage: where the row lives and how its vectors are fetched
+     (registers, global memory, shared memory filled by bulk copies);
+   - the skeleton: the kernel's frame around the row program (a grid-stride
+     loop over row groups, or a ring of shared-memory stages).
+   A plan kind is a row of k_kinds: a storage and a skeleton. The device-side
+   parts are in the device folder's .cuh files; op -> expression and dtype -> type are tables. */
 #include "codegen/codegen.h"
 
 #include "sched/abi.h"
@@ -10,7 +17,7 @@
 #include <math.h>
 #include <stdio.h>
 
-extern const char tn_device_cuh[];
+extern const char tn_device_cuh[], tn_bulk_cuh[];
 
 typedef struct dtype_code {
     const char *storage, *to_f32, *from_f32, *round;
@@ -39,16 +46,38 @@ static const char *const k_binary_code[TN_BINARY_COUNT] = {
 
 static const char *const k_reduce_identity[TN_REDUCE_COUNT] = {"0.0f", "TN_NEG_INF"};
 
-typedef struct gen {
+typedef struct gen gen;
+
+/* Where a row lives and how it moves: what each row group sets up, the loop
+   over one thread's vectors of its row, and how a ROW input's vector is
+   fetched inside that loop (as b<k>). */
+typedef struct storage_code {
+    const char *name;
+    void (*setup)(gen *g);
+    void (*loop_open)(gen *g, int output_phase); /* defines vi; closed by two braces */
+    void (*fetch)(gen *g, int node, const char *indent);
+} storage_code;
+
+/* The kernel's frame around the row program. */
+typedef struct skeleton_code {
+    const char *name;
+    void (*open)(gen *g);  /* up to the row group's `row` and `live` */
+    void (*close)(gen *g); /* after the row group's outputs */
+} skeleton_code;
+
+struct gen {
     const tn_fusion *f;
     const tn_analysis *a;
     const tn_plan_desc *p;
     tn_strbuf *sb;
-    const char *vec_index; /* "[p]" in the register plan: which buffered vector */
+    const storage_code *storage;
+    const skeleton_code *skeleton;
+    int nred;                  /* reductions, each with a slot in tn_red */
     int slot_of[TN_MAX_NODES]; /* reduction node -> its shared-memory slot */
-} gen;
+};
 
 static int is_elementwise(tn_shape_class s) { return s == TN_SHAPE_ROW || s == TN_SHAPE_COL; }
+static int is_row_input(const tn_node *n) { return n->kind == TN_OP_INPUT && n->shape == TN_SHAPE_ROW; }
 
 /* The name of value k where it is used: e<k> per element, s<k> per row. */
 static void value_name(const gen *g, int k, char *out, size_t cap) {
@@ -75,7 +104,7 @@ static void node_expr(const gen *g, int k, char *out, size_t cap) {
     }
     case TN_OP_INPUT: {
         char src[48];
-        if (n->shape == TN_SHAPE_ROW) snprintf(src, sizeof src, "b%d%s.e[v]", k, g->vec_index);
+        if (n->shape == TN_SHAPE_ROW) snprintf(src, sizeof src, "b%d.e[v]", k);
         else if (n->shape == TN_SHAPE_COL) snprintf(src, sizeof src, "c%d.e[v]", k);
         else snprintf(src, sizeof src, "(live ? in%d[row] : %s(0))", n->io_index, k_dtype_code[n->dtype].storage);
         fmt1(out, cap, k_dtype_code[n->dtype].to_f32, src);
@@ -117,19 +146,15 @@ static void emit_value(gen *g, const char *indent, int k) {
         tn_strbuf_printf(g->sb, "%sconst float rcp%d = 1.0f / %s;\n", indent, k, name);
 }
 
-/* The body of one element loop for vector vi: loads, the needed values, then
-   the accumulations of phase `level` or (level < 0) the output stores. */
+/* The body of one element loop for vector vi: fetches, the needed values,
+   then the accumulations of phase `level` or (level < 0) the output stores. */
 static void emit_element_loop_body(gen *g, const unsigned char *need, int level, const char *ind) {
     const int phase_is_output = level < 0;
     const tn_fusion *f = g->f;
     char ind2[32];
     snprintf(ind2, sizeof ind2, "%s    ", ind);
-    if (!*g->vec_index) /* looped: this phase's ROW inputs come from memory again */
-        for (int i = 0; i < f->num_nodes; i++)
-            if (need[i] && f->nodes[i].kind == TN_OP_INPUT && f->nodes[i].shape == TN_SHAPE_ROW)
-                tn_strbuf_printf(g->sb, "%stn_vec<%s, V> b%d;\n%stn_vload(b%d, in%d + row * in%d_ld + vi * V);\n", ind,
-                                 k_dtype_code[f->nodes[i].dtype].storage, i, ind, i, f->nodes[i].io_index,
-                                 f->nodes[i].io_index);
+    for (int i = 0; i < f->num_nodes; i++)
+        if (need[i] && is_row_input(&f->nodes[i])) g->storage->fetch(g, i, ind);
     for (int i = 0; i < f->num_nodes; i++)
         if (need[i] && f->nodes[i].kind == TN_OP_INPUT && f->nodes[i].shape == TN_SHAPE_COL)
             tn_strbuf_printf(g->sb, "%stn_vec<%s, V> c%d;\n%stn_vload(c%d, in%d + vi * V);\n", ind,
@@ -170,32 +195,19 @@ static void emit_element_loop_body(gen *g, const unsigned char *need, int level,
 static void emit_phase(gen *g, int level) {
     const tn_fusion *f = g->f;
     const tn_analysis *a = g->a;
-    int out_phase = level < 0;
+    const int out_phase = level < 0;
     const unsigned char *need = a->phase_need[out_phase ? a->num_levels : level - 1];
     for (int i = 0; i < f->num_nodes; i++) {
         const tn_node *n = &f->nodes[i];
         if (!a->used[i] || n->kind != TN_OP_REDUCE || a->level[i] != level) continue;
         tn_strbuf_printf(g->sb, "        float acc%d = %s;\n", i, k_reduce_identity[n->op]);
     }
-    /* ROW inputs live in b<k>[p] (register) or are loaded per vector (looped). */
-    if (g->p->kind == TN_PLAN_REGISTER) {
-        tn_strbuf_printf(g->sb, "#pragma unroll\n        for (int p = 0; p < P; p++) {\n"
-                                "            const int vi = p * T + tr;\n"
-                                "            if (%svi < NV) {\n", out_phase ? "live && " : "");
-        emit_element_loop_body(g, need, level, "                ");
-        tn_strbuf_append(g->sb, "            }\n        }\n");
-    } else {
-        /* 64-bit only where a 32-bit index could pass INT_MAX on its last step. */
-        const int wide = g->p->cols / g->p->vec + g->p->threads_per_row > 0x7fffffff;
-        tn_strbuf_printf(g->sb, "#pragma unroll %d\n        for (%s vi = tr; vi < NV; vi += T) {\n", g->p->batch,
-                         wide ? "long long" : "int");
-        emit_element_loop_body(g, need, level, "            ");
-        tn_strbuf_append(g->sb, "        }\n");
-    }
+    g->storage->loop_open(g, out_phase);
+    emit_element_loop_body(g, need, level, "                ");
+    tn_strbuf_append(g->sb, "            }\n        }\n");
     if (out_phase) return;
     for (int i = 0; i < f->num_nodes; i++)
-        if (g->slot_of[i] >= 0 && a->level[i] == level)
-        {
+        if (g->slot_of[i] >= 0 && a->level[i] == level) {
             char slot[32] = "nullptr";
             if (g->p->threads_per_row > 32) snprintf(slot, sizeof slot, "tn_red[%d][rr]", g->slot_of[i]);
             tn_strbuf_printf(g->sb, "        const float s%d = tn_row_reduce<T, %d>(acc%d, %s);\n", i,
@@ -246,44 +258,171 @@ static void emit_signature(gen *g) {
     tn_strbuf_append(g->sb, ") {\n");
 }
 
-void tn_codegen(const tn_fusion *f, const tn_analysis *a, const tn_plan_desc *p, tn_strbuf *sb) {
-    gen g = {f, a, p, sb, p->kind == TN_PLAN_REGISTER ? "[p]" : "", {0}};
-    int nred = 0;
+/* ---- row storage ------------------------------------------------------------ */
+
+/* registers: each thread loads its P vectors of every ROW input once per row
+   group (bb<k>[p]) and every phase reads them from there. */
+static void registers_setup(gen *g) {
+    const tn_fusion *f = g->f;
     for (int i = 0; i < f->num_nodes; i++) {
         const tn_node *n = &f->nodes[i];
-        g.slot_of[i] = a->used[i] && n->kind == TN_OP_REDUCE ? nred++ : -1;
+        if (!g->a->used[i] || !is_row_input(n)) continue;
+        tn_strbuf_printf(g->sb,
+                         "        tn_vec<%s, V> bb%d[P];\n"
+                         "#pragma unroll\n        for (int p = 0; p < P; p++) {\n"
+                         "            const int vi = p * T + tr;\n"
+                         "            if (live && vi < NV) tn_vload(bb%d[p], in%d + row * in%d_ld + vi * V);\n"
+                         "            else tn_vzero(bb%d[p]);\n        }\n",
+                         k_dtype_code[n->dtype].storage, i, i, n->io_index, n->io_index, i);
     }
-    const int reg = p->kind == TN_PLAN_REGISTER;
+}
+static void registers_loop(gen *g, int output_phase) {
+    tn_strbuf_printf(g->sb, "#pragma unroll\n        for (int p = 0; p < P; p++) {\n"
+                            "            const int vi = p * T + tr;\n"
+                            "            if (%svi < NV) {\n", output_phase ? "live && " : "");
+}
+static void registers_fetch(gen *g, int k, const char *ind) {
+    tn_strbuf_printf(g->sb, "%sconst tn_vec<%s, V> &b%d = bb%d[p];\n", ind, k_dtype_code[g->f->nodes[k].dtype].storage,
+                     k, k);
+}
+
+/* The loop of the storages that stream a row: every thread strides over its
+   row's vectors. 64-bit only where a 32-bit index could pass INT_MAX on its
+   last step. */
+static void strided_loop(gen *g, int output_phase) {
+    const int wide = g->p->cols / g->p->vec + g->p->threads_per_row > 0x7fffffff;
+    /* Rows past M in the last row group compute on stale data and store nothing. */
+    tn_strbuf_printf(g->sb, "#pragma unroll %d\n        for (%s vi = tr; vi < NV; vi += T) {\n            if (%s) {\n",
+                     g->p->batch, wide ? "long long" : "int", output_phase ? "live" : "true");
+}
+
+/* global: no copy on chip; each phase reads the row from memory again (L2).
+   One row per CTA, so every row it loads is live. */
+static void global_setup(gen *g) { (void)g; }
+static void global_fetch(gen *g, int k, const char *ind) {
+    const tn_node *n = &g->f->nodes[k];
+    tn_strbuf_printf(g->sb, "%stn_vec<%s, V> b%d;\n%stn_vload(b%d, in%d + row * in%d_ld + vi * V);\n", ind,
+                     k_dtype_code[n->dtype].storage, k, ind, k, n->io_index, n->io_index);
+}
+
+/* shared: the ring skeleton's bulk copies put each row of each ROW input in
+   the stage's shared memory; phases read it with 16-byte loads. */
+static void shared_setup(gen *g) {
+    for (int k = 0; k < g->a->num_stage_inputs; k++) {
+        const int i = g->a->stage_inputs[k];
+        const char *st = k_dtype_code[g->f->nodes[i].dtype].storage;
+        tn_strbuf_printf(g->sb,
+                         "        const tn_vec<%s, V> *__restrict__ r%d =\n"
+                         "            reinterpret_cast<const tn_vec<%s, V> *>(tn_stage + tn_src[%d].smem_offset + rr * "
+                         "tn_src[%d].row_bytes);\n",
+                         st, i, st, k, k);
+    }
+}
+static void shared_fetch(gen *g, int k, const char *ind) {
+    tn_strbuf_printf(g->sb, "%sconst tn_vec<%s, V> b%d = r%d[vi];\n", ind, k_dtype_code[g->f->nodes[k].dtype].storage, k,
+                     k);
+}
+
+static const storage_code k_registers = {"registers", registers_setup, registers_loop, registers_fetch};
+static const storage_code k_global = {"global memory", global_setup, strided_loop, global_fetch};
+static const storage_code k_shared = {"shared memory (bulk copies)", shared_setup, strided_loop, shared_fetch};
+
+/* ---- skeletons ----------------------------------------------------------------- */
+
+/* grid-stride: each CTA takes row groups blockIdx.x, + gridDim.x, ... */
+static void grid_stride_open(gen *g) {
+    (void)g;
+    tn_strbuf_append(g->sb, "    for (long long g = blockIdx.x; g * R < M; g += gridDim.x) {\n"
+                            "        const long long row = g * R + rr;\n"
+                            "        const bool live = row < M;\n        (void)live;\n");
+}
+static void grid_stride_close(gen *g) {
+    if (g->p->threads_per_row > 32 && g->nred)
+        tn_strbuf_append(g->sb, "        __syncthreads();  // tn_red is reused by the next row group\n");
+    tn_strbuf_append(g->sb, "    }\n");
+}
+
+/* ring: a persistent CTA keeps S stages of shared memory in flight; thread 0
+   fills a stage with bulk copies of a whole row group (tn_stage_issue, in
+   tn_bulk.cuh), everyone waits on its mbarrier, and once all have read it the
+   stage is refilled with the row group S turns ahead. */
+static void ring_open(gen *g) {
+    const tn_fusion *f = g->f;
+    const tn_analysis *a = g->a;
+    tn_strbuf_printf(g->sb, "    constexpr int S = %d, NIN = %d;\n", g->p->stages, a->num_stage_inputs);
+    tn_strbuf_append(g->sb, "    const tn_row_src tn_src[NIN] = {\n");
+    for (int k = 0; k < a->num_stage_inputs; k++) {
+        const tn_node *n = &f->nodes[a->stage_inputs[k]];
+        const int size = (int)tn_dtype_size(n->dtype);
+        /* Input k's R rows sit at stage_elem_offset[k] * R * N bytes into the stage. */
+        tn_strbuf_printf(g->sb, "        {reinterpret_cast<const unsigned char *>(in%d), in%d_ld * %d, %lldu, %lldu},\n",
+                         n->io_index, n->io_index, size, (long long)g->p->cols * size,
+                         (long long)a->stage_elem_offset[k] * g->p->rows_per_cta * g->p->cols);
+    }
+    tn_strbuf_printf(g->sb,
+                     "    };\n"
+                     "    constexpr unsigned STAGE_BYTES = %lldu;\n"
+                     "    extern __shared__ __align__(128) unsigned char tn_smem[];\n"
+                     "    unsigned long long *tn_full = reinterpret_cast<unsigned long long *>(tn_smem + S * STAGE_BYTES);\n"
+                     "    const long long G = M / R + (M %% R != 0);\n"
+                     "    tn_ring_start<R, S, NIN>(tn_src, tn_smem, STAGE_BYTES, tn_full, G, M);\n"
+                     "    long long turn = 0;\n"
+                     "    for (long long g = blockIdx.x; g < G; g += gridDim.x, turn++) {\n"
+                     "        const int slot = (int)(turn %% S);\n"
+                     "        tn_mbar_wait(&tn_full[slot], (unsigned)((turn / S) & 1));\n"
+                     "        const unsigned char *tn_stage = tn_smem + slot * STAGE_BYTES;\n"
+                     "        const long long row = g * R + rr;\n"
+                     "        const bool live = row < M;\n        (void)live;\n",
+                     (long long)a->buffer_elem_bytes * g->p->cols * g->p->rows_per_cta);
+}
+static void ring_close(gen *g) {
+    (void)g;
+    tn_strbuf_append(g->sb, "        tn_ring_refill<R, S, NIN>(tn_src, tn_smem + slot * STAGE_BYTES, &tn_full[slot], g, M);\n"
+                            "    }\n");
+}
+
+static const skeleton_code k_grid_stride = {"grid-stride", grid_stride_open, grid_stride_close};
+static const skeleton_code k_ring = {"ring of shared-memory stages", ring_open, ring_close};
+
+/* ---- the kinds ------------------------------------------------------------------- */
+
+typedef struct kind_code {
+    const storage_code *storage;
+    const skeleton_code *skeleton;
+} kind_code;
+
+static const kind_code k_kinds[TN_PLAN_KIND_COUNT] = {
+    [TN_PLAN_REGISTER] = {&k_registers, &k_grid_stride},
+    [TN_PLAN_LOOPED] = {&k_global, &k_grid_stride},
+    [TN_PLAN_TMA] = {&k_shared, &k_ring},
+};
+
+void tn_codegen(const tn_fusion *f, const tn_analysis *a, const tn_plan_desc *p, tn_strbuf *sb) {
+    gen g = {f, a, p, sb, k_kinds[p->kind].storage, k_kinds[p->kind].skeleton, 0, {0}};
+    for (int i = 0; i < f->num_nodes; i++) {
+        const tn_node *n = &f->nodes[i];
+        g.slot_of[i] = a->used[i] && n->kind == TN_OP_REDUCE ? g.nred++ : -1;
+    }
     char safe_name[65];
     source_safe_name(f->name, safe_name, sizeof safe_name);
     tn_strbuf_printf(sb, "// generated by tmanorm %d.%d: fusion %s, plan %s\n", TN_VERSION_MAJOR, TN_VERSION_MINOR,
                      safe_name, tn_plan_kind_name(p->kind));
     tn_strbuf_append(sb, tn_device_cuh);
-    tn_strbuf_append(sb, "\n");
+    if (g.skeleton == &k_ring) tn_strbuf_append(sb, tn_bulk_cuh);
+    tn_strbuf_printf(sb, "\n// row storage: %s; skeleton: %s\n", g.storage->name, g.skeleton->name);
     emit_signature(&g);
     tn_strbuf_printf(sb, "    constexpr int N = %lld, V = %d, NV = N / V, T = %d, R = %d;\n", (long long)p->cols,
                      p->vec, p->threads_per_row, p->rows_per_cta);
-    if (reg) tn_strbuf_printf(sb, "    constexpr int P = %d;  // vectors each thread keeps per row\n", p->batch);
+    if (p->kind == TN_PLAN_REGISTER)
+        tn_strbuf_printf(sb, "    constexpr int P = %d;  // vectors each thread keeps per row\n", p->batch);
     tn_strbuf_append(sb, "    (void)R;\n    const int tr = threadIdx.x % T, rr = threadIdx.x / T;\n    (void)rr;\n");
-    if (p->threads_per_row > 32 && nred)
-        tn_strbuf_printf(sb, "    __shared__ float tn_red[%d][R][T / 32];\n", nred);
+    if (p->threads_per_row > 32 && g.nred)
+        tn_strbuf_printf(sb, "    __shared__ float tn_red[%d][R][T / 32];\n", g.nred);
     for (int i = 0; i < f->num_nodes; i++)
         if (a->used[i] && f->nodes[i].shape == TN_SHAPE_SCALAR) emit_value(&g, "    ", i);
-    tn_strbuf_append(sb, "    for (long long g = blockIdx.x; g * R < M; g += gridDim.x) {\n"
-                         "        const long long row = g * R + rr;\n"
-                         "        const bool live = row < M;\n        (void)live;\n");
-    if (reg)
-        for (int i = 0; i < f->num_nodes; i++) {
-            const tn_node *n = &f->nodes[i];
-            if (!a->used[i] || n->kind != TN_OP_INPUT || n->shape != TN_SHAPE_ROW) continue;
-            tn_strbuf_printf(sb,
-                             "        tn_vec<%s, V> b%d[P];\n"
-                             "#pragma unroll\n        for (int p = 0; p < P; p++) {\n"
-                             "            const int vi = p * T + tr;\n"
-                             "            if (live && vi < NV) tn_vload(b%d[p], in%d + row * in%d_ld + vi * V);\n"
-                             "            else tn_vzero(b%d[p]);\n        }\n",
-                             k_dtype_code[n->dtype].storage, i, i, n->io_index, n->io_index, i);
-        }
+    if (p->pdl) tn_strbuf_append(sb, "    tn_pdl_wait();  // the previous kernel's writes are visible from here on\n");
+    g.skeleton->open(&g);
+    g.storage->setup(&g);
     emit_row_values(&g, 0);
     for (int level = 1; level <= a->num_levels; level++) {
         emit_phase(&g, level);
@@ -297,7 +436,7 @@ void tn_codegen(const tn_fusion *f, const tn_analysis *a, const tn_plan_desc *p,
         fmt1(conv, sizeof conv, k_dtype_code[f->outputs[o].dtype].from_f32, name);
         tn_strbuf_printf(sb, "        if (live && tr == 0) out%d[row] = %s;\n", o, conv);
     }
-    if (p->threads_per_row > 32 && nred)
-        tn_strbuf_append(sb, "        __syncthreads();  // tn_red is reused by the next row group\n");
-    tn_strbuf_append(sb, "    }\n}\n");
+    g.skeleton->close(&g);
+    if (p->pdl) tn_strbuf_append(sb, "    tn_pdl_launch_dependents();  // this CTA has read all it will\n");
+    tn_strbuf_append(sb, "}\n");
 }

@@ -77,6 +77,8 @@ void tn_analyze(const tn_fusion *f, tn_analysis *an) {
             an->row_inputs[an->num_row_inputs++] = i;
             if (!an->used[i]) continue;
             an->row_elem_bytes += size;
+            an->stage_elem_offset[an->num_stage_inputs] = an->buffer_elem_bytes;
+            an->stage_inputs[an->num_stage_inputs++] = i;
             an->buffer_elem_bytes += size;
         } else if (n->shape == TN_SHAPE_COL) {
             an->col_inputs[an->num_col_inputs++] = i;

@@ -34,6 +34,10 @@ typedef struct tn_analysis {
     int col_elem_bytes;       /* per column: COL inputs, read once */
     int rowscalar_bytes;      /* per row: ROWSCALAR inputs and outputs */
     int buffer_elem_bytes;    /* per element of a row: the ROW inputs kept on chip */
+    /* The ROW inputs kept on chip (used ones), in input order, and where each
+       starts in a row's on-chip copy: bytes per element of the ones before it. */
+    int stage_inputs[TN_MAX_IO], num_stage_inputs;
+    int stage_elem_offset[TN_MAX_IO];
     int min_row_elem_size;    /* smallest element of any ROW or COL tensor */
     int max_elem_size;        /* largest element of any ROW or COL tensor */
     int has_f8_output;

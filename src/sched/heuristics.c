@@ -1,5 +1,8 @@
-/* The heuristics of the register and looped plans (see heuristics.h). Each
-   decision appends a clause to plan.why, so `tmanorm explain` can say it. */
+/* The scheduler (see heuristics.h): one table of plan kinds, each with its
+   schedule, check and candidate functions. tn_schedule walks the table in
+   preference order and keeps why each kind was passed over; `tmanorm tune`
+   enumerates the same candidates. Every decision appends a clause to
+   plan.why, so `tmanorm explain` can say it. */
 #include "sched/heuristics.h"
 
 #include <stdarg.h>
@@ -21,6 +24,7 @@ static void why(tn_plan_desc *p, const char *fmt, ...) {
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int min_i(int a, int b) { return a < b ? a : b; }
+static int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 /* Widest vector (elements) that divides cols, fits one 16-byte access of the
    narrowest tensor and whose accesses the tensors' alignment allows. */
@@ -37,18 +41,41 @@ static int pick_vec(const tn_schedule_request *r, tn_plan_desc *p) {
     return vec;
 }
 
+#define REJECT(...) return snprintf(err, cap, __VA_ARGS__), 0
+
+/* ---- register: the row in registers ------------------------------------------------ */
+
 static int regs_cap(const tn_device_props *d, int block) {
     int cap = (d->regs_per_sm / block) & ~7;
     return cap > 255 ? 255 : cap;
 }
 
-static int schedule_register(const tn_schedule_request *r, tn_plan_desc *p, char *err, size_t cap) {
-    const tn_analysis *a = r->analysis;
+static int words_per_vector(const tn_analysis *a, int vec) { return (int)ceil_div((int64_t)vec * a->buffer_elem_bytes, 4); }
+
+/* Fills the register-plan fields for t threads per row; 0 if the row's
+   registers do not fit under the cap of the resulting block. */
+static int register_shape(const tn_schedule_request *r, tn_plan_desc *p, int t, int rows_per_cta) {
+    const int64_t nv = r->cols / p->vec;
+    const int batch = (int)ceil_div(nv, t);
+    const int block = t * rows_per_cta;
+    if (batch > 64 || block > r->props->max_threads_per_block || block % 32 ||
+        TN_REG_NEED(batch * words_per_vector(r->analysis, p->vec)) > regs_cap(r->props, block))
+        return 0;
+    p->threads_per_row = t;
+    p->batch = batch;
+    p->rows_per_cta = rows_per_cta;
+    p->block_threads = block;
+    p->grid = min_i64(ceil_div(r->rows, rows_per_cta), 0x7fffffff);
+    return 1;
+}
+
+static int schedule_register(const tn_schedule_request *r, tn_plan_desc *p, int forced, char *err, size_t cap) {
+    (void)forced;
     const tn_device_props *d = r->props;
     const int64_t nv = r->cols / p->vec;
-    const int words = (int)ceil_div((int64_t)p->vec * a->buffer_elem_bytes, 4);
+    const int words = words_per_vector(r->analysis, p->vec);
     int t = 1;
-    while (t < 1024 && ceil_div(nv, t) > TN_REG_BATCH_TARGET) t *= 2;
+    while (t < 1024 && ceil_div(nv, t) > (t < TN_REG_LONG_ROW_THREADS ? TN_REG_BATCH_TARGET : TN_REG_BATCH_LONG)) t *= 2;
     /* Few rows: give each row more threads so the SMs have work. */
     const int64_t wanted = (int64_t)d->sm_count * 1024;
     int widened = 0;
@@ -59,71 +86,280 @@ static int schedule_register(const tn_schedule_request *r, tn_plan_desc *p, char
     int tried[16], ntried = 0;
     for (int up = t; up <= 1024 && up <= d->max_threads_per_block; up *= 2) tried[ntried++] = up;
     for (int down = t / 2; down >= 128; down /= 2) tried[ntried++] = down;
-    int found = 0, need = 0, block = 0;
-    for (int k = 0; k < ntried && !found; k++) {
+    for (int k = 0; k < ntried; k++) {
         t = tried[k];
-        int batch = (int)ceil_div(nv, t);
         int rmin = t < 32 ? 32 / t : 1;
         int rows_per_cta = TN_BLOCK_TARGET / t > rmin ? TN_BLOCK_TARGET / t : rmin;
         while (rows_per_cta > rmin && ceil_div(r->rows, rows_per_cta) < 2 * d->sm_count) rows_per_cta /= 2;
-        block = t * rows_per_cta;
-        need = TN_REG_NEED(batch * words);
-        if (need <= regs_cap(d, block) && batch <= 64) {
-            p->threads_per_row = t;
-            p->batch = batch;
-            p->rows_per_cta = rows_per_cta;
-            p->block_threads = block;
-            found = 1;
+        if (register_shape(r, p, t, rows_per_cta)) {
+            why(p, "%d threads per row x %d vectors each hold the row in registers (%d words/thread)%s",
+                p->threads_per_row, p->batch, p->batch * words, widened ? ", widened for few rows" : "");
+            why(p, "%d rows per CTA -> %d threads", p->rows_per_cta, p->block_threads);
+            return 1;
         }
     }
-    if (!found) {
-        snprintf(err, cap, "register plan: a row of %lld vectors needs %d registers per thread at %d threads, above "
-                 "the cap of %d", (long long)nv, need, t, regs_cap(d, block));
-        return 0;
-    }
-    why(p, "%d threads per row x %d vectors each hold the row in registers (%d words/thread)%s",
-        p->threads_per_row, p->batch, p->batch * words, widened ? ", widened for few rows" : "");
-    why(p, "%d rows per CTA -> %d threads", p->rows_per_cta, p->block_threads);
-    p->grid = ceil_div(r->rows, p->rows_per_cta);
-    if (p->grid > 0x7fffffff) p->grid = 0x7fffffff;
+    REJECT("a row of %lld vectors needs %d registers per thread at %d threads, above the cap of %d", (long long)nv,
+           TN_REG_NEED((int)ceil_div(nv, t) * words), t, regs_cap(d, t));
+}
+
+static int check_register(const tn_plan_desc *p, const tn_analysis *a, const tn_device_props *d, char *err, size_t cap) {
+    (void)a, (void)d;
+    if ((int64_t)p->threads_per_row * p->batch < p->cols / p->vec)
+        REJECT("plan: threads_per_row %d x batch %d vectors do not cover a row of %lld vectors", p->threads_per_row,
+               p->batch, (long long)(p->cols / p->vec));
+    if (p->stages || p->smem_bytes) REJECT("plan: a register plan has no shared-memory ring (stages and smem_bytes 0)");
     return 1;
 }
 
-static void schedule_looped(const tn_schedule_request *r, tn_plan_desc *p) {
-    const int64_t nv = r->cols / p->vec;
-    int block = 32;
-    while (block < 1024 && (int64_t)block * 4 < nv) block *= 2;
+static int candidates_register(const tn_schedule_request *r, const tn_plan_desc *base, tn_plan_desc *out, int cap) {
+    int n = 0;
+    const int64_t nv = base->cols / base->vec;
+    for (int t = 1; t <= 1024; t *= 2) {
+        if (ceil_div(nv, t) > 16 || (t > 1 && t / 2 >= nv)) continue;
+        for (int rows = 1; rows <= 64 && n < cap; rows *= 2) {
+            tn_plan_desc p = *base;
+            p.kind = TN_PLAN_REGISTER;
+            if (t * rows >= 64 && register_shape(r, &p, t, rows)) out[n++] = p;
+        }
+    }
+    return n;
+}
+
+/* ---- looped: several passes over global memory ------------------------------------- */
+
+static void looped_shape(const tn_schedule_request *r, tn_plan_desc *p, int block) {
     p->threads_per_row = p->block_threads = block;
     p->rows_per_cta = 1;
     p->batch = 4;
     /* A grid of about two waves keeps each CTA's row in L2 between passes. */
     int64_t ctas = (int64_t)r->props->sm_count * (r->props->max_threads_per_sm / block);
-    p->grid = r->rows < ctas ? r->rows : ctas;
-    why(p, "%d threads per row loop over it once per phase (%d phases), %d loads in flight",
-        block, r->analysis->num_levels + 1, p->batch);
+    p->grid = min_i64(r->rows, ctas);
 }
 
-int tn_schedule(const tn_schedule_request *r, tn_plan_desc *p, char *err, size_t cap) {
+static int schedule_looped(const tn_schedule_request *r, tn_plan_desc *p, int forced, char *err, size_t cap) {
+    (void)forced, (void)err, (void)cap;
+    const int64_t nv = r->cols / p->vec;
+    int block = 32;
+    while (block < 1024 && (int64_t)block * 4 < nv) block *= 2;
+    looped_shape(r, p, block);
+    why(p, "%d threads per row loop over it once per phase (%d phases), %d loads in flight", block,
+        r->analysis->num_levels + 1, p->batch);
+    return 1;
+}
+
+static int check_looped(const tn_plan_desc *p, const tn_analysis *a, const tn_device_props *d, char *err, size_t cap) {
+    (void)a, (void)d;
+    if (p->rows_per_cta != 1) REJECT("plan: a looped plan takes one row per CTA");
+    if (p->stages || p->smem_bytes) REJECT("plan: a looped plan has no shared-memory ring (stages and smem_bytes 0)");
+    return 1;
+}
+
+static int candidates_looped(const tn_schedule_request *r, const tn_plan_desc *base, tn_plan_desc *out, int cap) {
+    int n = 0;
+    for (int block = 256; block <= 1024 && n < cap; block *= 2) {
+        out[n] = *base;
+        out[n].kind = TN_PLAN_LOOPED;
+        looped_shape(r, &out[n++], block);
+    }
+    return n;
+}
+
+/* ---- tma: rows in shared memory through a ring of bulk-copied stages ----------------- */
+
+int64_t tn_tma_static_smem(const tn_analysis *a, const tn_plan_desc *p) {
+    return p->threads_per_row > 32 ? (int64_t)a->num_reductions * p->rows_per_cta * (p->threads_per_row / 32) * 4 : 0;
+}
+
+int64_t tn_tma_dynamic_smem(const tn_analysis *a, const tn_plan_desc *p) {
+    return (int64_t)p->stages * p->rows_per_cta * p->cols * a->buffer_elem_bytes + 8 * (int64_t)p->stages;
+}
+
+/* What makes a tma plan impossible whatever its shape; 0 and the reason if so. */
+static int tma_possible(const tn_analysis *a, int64_t cols, int align, const tn_device_props *d, char *err, size_t cap) {
+    if (d->cc_major < 9) REJECT("bulk copies need sm_90 (the target is sm_%d%d)", d->cc_major, d->cc_minor);
+    if (a->num_stage_inputs == 0) REJECT("no ROW input to copy into shared memory");
+    if (align < 16) REJECT("bulk copies need 16-byte aligned rows; the tensors are aligned to %d bytes", align);
+    for (int k = 0; k < a->num_stage_inputs; k++) {
+        const int next = k + 1 < a->num_stage_inputs ? a->stage_elem_offset[k + 1] : a->buffer_elem_bytes;
+        if ((cols * (next - a->stage_elem_offset[k])) % 16)
+            REJECT("bulk copies move multiples of 16 bytes; a row of %lld elements of %d bytes is not one",
+                   (long long)cols, next - a->stage_elem_offset[k]);
+    }
+    return 1;
+}
+
+/* Fills the tma fields for (t, rows, stages); 0 if they do not fit the device. */
+static int tma_shape(const tn_schedule_request *r, tn_plan_desc *p, int t, int rows, int stages) {
+    const tn_device_props *d = r->props;
+    const int block = t * rows;
+    if (block % 32 || block > d->max_threads_per_block || stages < 1) return 0;
+    p->threads_per_row = t;
+    p->rows_per_cta = rows;
+    p->block_threads = block;
+    p->stages = stages;
+    p->batch = (int)min_i64(ceil_div(p->cols / p->vec, t), 4); /* loop unroll: shared memory answers fast */
+    const int64_t dyn = tn_tma_dynamic_smem(r->analysis, p), stat = tn_tma_static_smem(r->analysis, p);
+    if (dyn + stat > d->smem_per_block_optin) return 0;
+    p->smem_bytes = (int)dyn;
+    /* Persistent: as many CTAs as fit on every SM (1 KiB of shared memory is the system's per CTA). */
+    int64_t per_sm = min_i64(d->smem_per_sm / (dyn + stat + 1024), d->max_threads_per_sm / block);
+    per_sm = per_sm < 1 ? 1 : per_sm > 32 ? 32 : per_sm;
+    p->grid = min_i64(ceil_div(r->rows, rows), per_sm * d->sm_count);
+    return 1;
+}
+
+static int schedule_tma(const tn_schedule_request *r, tn_plan_desc *p, int forced, char *err, size_t cap) {
     const tn_analysis *a = r->analysis;
+    const tn_device_props *d = r->props;
+    if (!tma_possible(a, r->cols, r->align, d, err, cap)) return 0;
+    const int64_t nv = r->cols / p->vec;
+    const int64_t row_bytes = r->cols * a->buffer_elem_bytes;
+    /* Until measured otherwise: only where the register plan cannot hold the row. */
+    if (!forced) {
+        tn_plan_desc reg = *p;
+        char reg_err[256];
+        if (schedule_register(r, &reg, 0, reg_err, sizeof reg_err))
+            REJECT("the register plan holds the row (%lld bytes) in registers", (long long)row_bytes);
+    }
+    /* About 8 vectors per thread per phase: a row that fills shared memory
+       leaves one CTA per SM, whose threads are all the SM has to keep bytes
+       moving (tune on the H200: rmsnorm 512 x 65536 bf16 46.0 us at 1024
+       threads against 53.9 at 512); stages of about 32 KiB, so a few CTAs per
+       SM keep enough bytes in flight. */
+    int t = 1;
+    while (t < 1024 && ceil_div(nv, t) > 8) t *= 2;
+    const int rmin = t < 32 ? 32 / t : 1;
+    int rows = rmin;
+    while (rows * 2 * t <= 1024 && rows * 2 * row_bytes <= 32768) rows *= 2;
+    /* Few rows: smaller row groups so every SM gets one. */
+    while (rows > rmin && ceil_div(r->rows, rows) < d->sm_count) rows /= 2;
+    for (; rows >= rmin; rows /= 2)
+        for (int stages = 2; stages >= 1; stages--)
+            if (tma_shape(r, p, t, rows, stages)) {
+                why(p, "tma: %d rows x %lld bytes per stage, %d stages in shared memory (%d bytes), filled by bulk "
+                    "copies; %d threads per row read it back %d vectors at a time", rows, (long long)row_bytes,
+                    stages, p->smem_bytes, t, (int)ceil_div(nv, t));
+                return 1;
+            }
+    REJECT("a row of %lld bytes does not fit in %d bytes of shared memory", (long long)row_bytes,
+           d->smem_per_block_optin);
+}
+
+static int check_tma(const tn_plan_desc *p, const tn_analysis *a, const tn_device_props *d, char *err, size_t cap) {
+    if (!tma_possible(a, p->cols, p->align_bytes, d, err, cap)) return 0;
+    if (p->stages < 1) REJECT("plan: a tma plan needs at least one stage");
+    if (p->smem_bytes != tn_tma_dynamic_smem(a, p))
+        REJECT("plan: smem_bytes %d is not what %d stages of %d rows need (%lld)", p->smem_bytes, p->stages,
+               p->rows_per_cta, (long long)tn_tma_dynamic_smem(a, p));
+    if (p->smem_bytes + tn_tma_static_smem(a, p) > d->smem_per_block_optin)
+        REJECT("plan: %lld bytes of shared memory, above the device's %d per CTA",
+               (long long)(p->smem_bytes + tn_tma_static_smem(a, p)), d->smem_per_block_optin);
+    return 1;
+}
+
+static int candidates_tma(const tn_schedule_request *r, const tn_plan_desc *base, tn_plan_desc *out, int cap) {
+    char err[256];
+    if (!tma_possible(r->analysis, base->cols, r->align, r->props, err, sizeof err)) return 0;
+    int n = 0;
+    const int64_t nv = base->cols / base->vec;
+    for (int t = 1; t <= 1024; t *= 2) {
+        if (ceil_div(nv, t) > 32 || (t > 1 && t / 2 >= nv)) continue;
+        for (int rows = t < 32 ? 32 / t : 1; rows * t <= 1024; rows *= 2)
+            for (int stages = 1; stages <= 3 && n < cap; stages++) {
+                tn_plan_desc p = *base;
+                p.kind = TN_PLAN_TMA;
+                p.align_bytes = 16;
+                if (rows * t >= 64 && tma_shape(r, &p, t, rows, stages)) out[n++] = p;
+            }
+    }
+    return n;
+}
+
+/* ---- the kind table -------------------------------------------------------------- */
+
+typedef struct kind_row {
+    tn_plan_kind kind;
+    /* Fills p (vec and the common fields are set); 0 and why not in err. Not
+       forced: a kind may also decline shapes where another kind is better. */
+    int (*schedule)(const tn_schedule_request *r, tn_plan_desc *p, int forced, char *err, size_t cap);
+    /* The kind's own rules for a plan (the common ones are in tn_plan_desc_check). */
+    int (*check)(const tn_plan_desc *p, const tn_analysis *a, const tn_device_props *d, char *err, size_t cap);
+    /* The plans `tune` times for this kind. */
+    int (*candidates)(const tn_schedule_request *r, const tn_plan_desc *base, tn_plan_desc *out, int cap);
+} kind_row;
+
+/* In preference order: the first kind that takes the shape is chosen. */
+static const kind_row k_kinds[] = {
+    {TN_PLAN_TMA, schedule_tma, check_tma, candidates_tma},
+    {TN_PLAN_REGISTER, schedule_register, check_register, candidates_register},
+    {TN_PLAN_LOOPED, schedule_looped, check_looped, candidates_looped},
+};
+#define NUM_KINDS (int)(sizeof k_kinds / sizeof k_kinds[0])
+
+static const kind_row *kind_row_of(tn_plan_kind kind) {
+    for (int i = 0; i < NUM_KINDS; i++)
+        if (k_kinds[i].kind == kind) return &k_kinds[i];
+    return NULL;
+}
+
+int tn_kind_check(const tn_plan_desc *p, const tn_analysis *a, const tn_device_props *d, char *err, size_t cap) {
+    const kind_row *k = kind_row_of(p->kind);
+    if (!k) REJECT("plan: unknown kind %d", (int)p->kind);
+    return k->check(p, a, d, err, cap);
+}
+
+/* The fields every kind shares: shape, target, vector width. */
+static int common_fields(const tn_schedule_request *r, tn_plan_desc *p, char *err, size_t cap) {
     memset(p, 0, sizeof *p);
     p->rows = r->rows;
     p->cols = r->cols;
     p->cc = r->props->cc_major * 10 + r->props->cc_minor;
-    if (!tn_analysis_plannable(a, r->props, err, cap)) return 0;
+    if (!tn_analysis_plannable(r->analysis, r->props, err, cap)) return 0;
+    if (r->pdl && p->cc < 90) REJECT("programmatic dependent launch needs sm_90 or newer; the target is sm_%d", p->cc);
+    p->pdl = r->pdl;
     p->vec = pick_vec(r, p);
-    p->align_bytes = tn_plan_access_align(p, a->max_elem_size);
-    char reg_err[256] = "";
-    if (r->kind == TN_PLAN_REGISTER || r->kind < 0) {
-        p->kind = TN_PLAN_REGISTER;
-        if (schedule_register(r, p, reg_err, sizeof reg_err)) return 1;
-        if (r->kind == TN_PLAN_REGISTER) {
-            snprintf(err, cap, "%s", reg_err);
+    p->align_bytes = tn_plan_access_align(p, r->analysis->max_elem_size);
+    return 1;
+}
+
+/* The tma kind needs 16-byte aligned tensors whatever its vector width. */
+static void kind_fields(tn_plan_desc *p) {
+    if (p->kind == TN_PLAN_TMA) p->align_bytes = 16;
+}
+
+int tn_schedule(const tn_schedule_request *r, tn_plan_desc *p, char *err, size_t cap) {
+    tn_plan_desc base;
+    if (!common_fields(r, &base, err, cap)) return 0;
+    char passed[640] = "";
+    for (int i = 0; i < NUM_KINDS; i++) {
+        const kind_row *k = &k_kinds[i];
+        const int forced = r->kind == (int)k->kind;
+        if (r->kind >= 0 && !forced) continue;
+        char why_not[320] = "";
+        *p = base;
+        p->kind = k->kind;
+        kind_fields(p);
+        if (forced) why(p, "%s plan forced", tn_plan_kind_name(k->kind));
+        else if (passed[0]) why(p, "%s", passed);
+        if (k->schedule(r, p, forced, why_not, sizeof why_not)) return 1;
+        if (forced) {
+            snprintf(err, cap, "%s plan: %s", tn_plan_kind_name(k->kind), why_not);
             return 0;
         }
+        size_t len = strlen(passed);
+        snprintf(passed + len, sizeof passed - len, "%snot %s: %s", len ? "; " : "", tn_plan_kind_name(k->kind),
+                 why_not);
     }
-    p->kind = TN_PLAN_LOOPED;
-    if (r->kind < 0) why(p, "looped: %s", reg_err);
-    else why(p, "looped plan forced");
-    schedule_looped(r, p);
-    return 1;
+    snprintf(err, cap, "no plan kind takes the shape: %s", passed);
+    return 0;
+}
+
+int tn_schedule_candidates(const tn_schedule_request *r, tn_plan_desc *out, int cap) {
+    tn_plan_desc base;
+    char err[320];
+    if (!common_fields(r, &base, err, sizeof err)) return 0;
+    snprintf(base.why, sizeof base.why, "tune candidate");
+    int n = 0;
+    for (int i = 0; i < NUM_KINDS && n < cap; i++) n += k_kinds[i].candidates(r, &base, out + n, cap - n);
+    return n;
 }

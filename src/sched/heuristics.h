@@ -11,13 +11,29 @@ typedef struct tn_schedule_request {
     int align;   /* bytes every pointer and row stride is aligned to (power of two) */
     int kind;    /* a tn_plan_kind to force, or -1 to choose */
     const tn_device_props *props;
+    int pdl;     /* 1: programmatic dependent launch (sm_90+) */
 } tn_schedule_request;
 
-/* Fills out; on failure returns 0 with the reason in err. */
+/* Fills out; on failure returns 0 with the reason in err. The plan's why
+   says, for every kind preferred to the chosen one, why it was passed over. */
 int tn_schedule(const tn_schedule_request *req, tn_plan_desc *out, char *err, size_t err_cap);
+/* Every candidate plan of every kind for req (what `tmanorm tune` times); returns how many. */
+int tn_schedule_candidates(const tn_schedule_request *req, tn_plan_desc *out, int cap);
+/* A kind's own rules for a plan, after tn_plan_desc_check's common ones. */
+int tn_kind_check(const tn_plan_desc *p, const tn_analysis *a, const tn_device_props *d, char *err, size_t cap);
+/* Shared memory of a tma plan's CTA: the ring (dynamic) and the reduction scratch (static). */
+int64_t tn_tma_dynamic_smem(const tn_analysis *a, const tn_plan_desc *p);
+int64_t tn_tma_static_smem(const tn_analysis *a, const tn_plan_desc *p);
 
 /* Register plan limits, exposed for the tests' invariants. */
-#define TN_REG_BATCH_TARGET 4   /* vectors a thread keeps per row before rows widen */
+/* Vectors a thread keeps per row before rows widen: 4, and 8 once a row has
+   256 threads, so long rows keep 8 x 16 bytes in flight per thread and fewer
+   warps meet in each reduction (tune on the H200: layernorm 4096 x 16384 bf16
+   69.7 us at 256 threads x 8 against 103.5 at 512 x 4; shorter rows were as
+   fast either way). */
+#define TN_REG_BATCH_TARGET 4
+#define TN_REG_BATCH_LONG 8
+#define TN_REG_LONG_ROW_THREADS 256
 /* Registers a thread needs to hold `words` of row buffer. Measured with the
    compile tier: the unrolled phases keep about one temporary per buffered
    word live, so a 32-word buffer spills under the 64-register cap of a

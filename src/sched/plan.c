@@ -1,11 +1,13 @@
 /* Plan printing, JSON round trip and checking (see plan.h). */
 #include "sched/plan.h"
 
+#include "sched/heuristics.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const k_kind_names[TN_PLAN_KIND_COUNT] = {"register", "looped"};
+static const char *const k_kind_names[TN_PLAN_KIND_COUNT] = {"register", "looped", "tma"};
 
 const char *tn_plan_kind_name(tn_plan_kind kind) {
     return (unsigned)kind < TN_PLAN_KIND_COUNT ? k_kind_names[kind] : "invalid";
@@ -232,22 +234,13 @@ int tn_plan_desc_check(const tn_plan_desc *p, const tn_analysis *a, const tn_dev
     if (p->pdl && p->cc < 90) REJECT("plan: pdl needs sm_90 or newer; the plan is for sm_%d", p->cc);
     if (p->vec > 1 && p->vec * a->min_row_elem_size > 16)
         REJECT("plan: vec %d is wider than one 16-byte access of the narrowest tensor", p->vec);
-    if (p->align_bytes != tn_plan_access_align(p, a->max_elem_size))
-        REJECT("plan: align_bytes %d is not what vec %d needs (%d)", p->align_bytes, p->vec,
-               tn_plan_access_align(p, a->max_elem_size));
+    const int access = tn_plan_access_align(p, a->max_elem_size);
+    if (p->align_bytes != (p->kind == TN_PLAN_TMA ? 16 : access))
+        REJECT("plan: align_bytes %d is not what a %s plan with vec %d needs (%d)", p->align_bytes,
+               tn_plan_kind_name(p->kind), p->vec, p->kind == TN_PLAN_TMA ? 16 : access);
     if (p->align_bytes > align)
         REJECT("plan: needs %d-byte aligned tensors, they are aligned to %d", p->align_bytes, align);
-    const int64_t nv = p->cols / p->vec;
-    if (p->kind == TN_PLAN_REGISTER) {
-        if ((int64_t)p->threads_per_row * p->batch < nv)
-            REJECT("plan: threads_per_row %d x batch %d vectors do not cover a row of %lld vectors",
-                   p->threads_per_row, p->batch, (long long)nv);
-    } else if (p->rows_per_cta != 1) {
-        REJECT("plan: a looped plan takes one row per CTA");
-    }
-    if (p->stages != 0 || p->smem_bytes != 0)
-        REJECT("plan: a %s plan has no shared-memory ring (stages and smem_bytes 0)", tn_plan_kind_name(p->kind));
-    return 1;
+    return tn_kind_check(p, a, props, err, err_cap);
 }
 
 int tn_plan_desc_launches(const tn_plan_desc *p, tn_launch_desc *out) {

@@ -12,6 +12,7 @@
 typedef enum tn_plan_kind {
     TN_PLAN_REGISTER = 0, /* the row lives in registers: one read, one write */
     TN_PLAN_LOOPED,       /* rows beyond the on-chip budget: one pass over memory per phase */
+    TN_PLAN_TMA,          /* rows in shared memory, filled by bulk copies through a ring of stages (sm_90) */
     TN_PLAN_KIND_COUNT
 } tn_plan_kind;
 
@@ -29,7 +30,7 @@ typedef struct tn_plan_desc {
     int stages;          /* shared-memory slots in the ring (0: no ring) */
     int smem_bytes;      /* dynamic shared memory per CTA */
     int pdl;             /* 1: programmatic dependent launch (sm_90+) */
-    char why[480];       /* the scheduler's reasons, one clause per decision */
+    char why[1024];      /* the scheduler's reasons, one clause per decision */
 } tn_plan_desc;
 
 /* One kernel launch of a plan. A plan is carried out as a list of them, in

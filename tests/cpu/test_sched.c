@@ -123,7 +123,7 @@ static void test_json_rejections(void) {
     tn_plan_desc p;
     char err[320];
     CHECK(!tn_plan_desc_parse("[]", &p, err, sizeof err), "not an object");
-    CHECK(!tn_plan_desc_parse("{\"kind\": \"tma\"}", &p, err, sizeof err) && strstr(err, "unknown kind"), "%s", err);
+    CHECK(!tn_plan_desc_parse("{\"kind\": \"tma-ws\"}", &p, err, sizeof err) && strstr(err, "unknown kind"), "%s", err);
     CHECK(!tn_plan_desc_parse("{\"kind\": \"register\", \"rows\": 1}", &p, err, sizeof err) && strstr(err, "missing"),
           "%s", err);
     CHECK(!tn_plan_desc_parse("{\"kind\": \"register\", \"bogus\": 1}", &p, err, sizeof err) && strstr(err, "unknown member"),

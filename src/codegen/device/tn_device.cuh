@@ -41,6 +41,19 @@ __device__ __forceinline__ float tn_silu(float x) { return x / (1.0f + expf(-x))
 __device__ __forceinline__ float tn_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
 #define TN_NEG_INF __int_as_float(0xff800000u)
 
+// ---- programmatic dependent launch (sm_90): wait for the previous kernel's
+// writes before the first read; let the next kernel start once the last read is issued.
+__device__ __forceinline__ void tn_pdl_wait() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void tn_pdl_launch_dependents() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 // ---- vectors: V elements of storage type S, moved with accesses of up to 16 bytes
 template <int B> struct tn_word;
 template <> struct tn_word<1> { typedef unsigned char t; };

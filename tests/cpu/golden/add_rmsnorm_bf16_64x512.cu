@@ -1,3 +1,4 @@
+// row storage: registers; skeleton: grid-stride
 extern "C" __global__ void __launch_bounds__(64) tn_kernel(
     const tn_u16 *__restrict__ in0,
     const long long in0_ld,
@@ -22,29 +23,31 @@ extern "C" __global__ void __launch_bounds__(64) tn_kernel(
         const long long row = g * R + rr;
         const bool live = row < M;
         (void)live;
-        tn_vec<tn_u16, V> b0[P];
+        tn_vec<tn_u16, V> bb0[P];
 #pragma unroll
         for (int p = 0; p < P; p++) {
             const int vi = p * T + tr;
-            if (live && vi < NV) tn_vload(b0[p], in0 + row * in0_ld + vi * V);
-            else tn_vzero(b0[p]);
+            if (live && vi < NV) tn_vload(bb0[p], in0 + row * in0_ld + vi * V);
+            else tn_vzero(bb0[p]);
         }
-        tn_vec<tn_u16, V> b1[P];
+        tn_vec<tn_u16, V> bb1[P];
 #pragma unroll
         for (int p = 0; p < P; p++) {
             const int vi = p * T + tr;
-            if (live && vi < NV) tn_vload(b1[p], in1 + row * in1_ld + vi * V);
-            else tn_vzero(b1[p]);
+            if (live && vi < NV) tn_vload(bb1[p], in1 + row * in1_ld + vi * V);
+            else tn_vzero(bb1[p]);
         }
         float acc9 = 0.0f;
 #pragma unroll
         for (int p = 0; p < P; p++) {
             const int vi = p * T + tr;
             if (vi < NV) {
+                const tn_vec<tn_u16, V> &b0 = bb0[p];
+                const tn_vec<tn_u16, V> &b1 = bb1[p];
                 #pragma unroll
                 for (int v = 0; v < V; v++) {
-                    const float e0 = tn_bf16_to_f32(b0[p].e[v]);
-                    const float e1 = tn_bf16_to_f32(b1[p].e[v]);
+                    const float e0 = tn_bf16_to_f32(b0.e[v]);
+                    const float e1 = tn_bf16_to_f32(b1.e[v]);
                     const float e3 = e0;
                     const float e4 = e1;
                     const float e5 = (e3 + e4);
@@ -63,14 +66,16 @@ extern "C" __global__ void __launch_bounds__(64) tn_kernel(
         for (int p = 0; p < P; p++) {
             const int vi = p * T + tr;
             if (live && vi < NV) {
+                const tn_vec<tn_u16, V> &b0 = bb0[p];
+                const tn_vec<tn_u16, V> &b1 = bb1[p];
                 tn_vec<tn_u16, V> c2;
                 tn_vload(c2, in2 + vi * V);
                 tn_vec<tn_u16, V> o0;
                 tn_vec<tn_u16, V> o1;
                 #pragma unroll
                 for (int v = 0; v < V; v++) {
-                    const float e0 = tn_bf16_to_f32(b0[p].e[v]);
-                    const float e1 = tn_bf16_to_f32(b1[p].e[v]);
+                    const float e0 = tn_bf16_to_f32(b0.e[v]);
+                    const float e1 = tn_bf16_to_f32(b1.e[v]);
                     const float e2 = tn_bf16_to_f32(c2.e[v]);
                     const float e3 = e0;
                     const float e4 = e1;

@@ -1,3 +1,4 @@
+// row storage: global memory; skeleton: grid-stride
 extern "C" __global__ void __launch_bounds__(1024) tn_kernel(
     const tn_u16 *__restrict__ in0,
     const long long in0_ld,
@@ -23,13 +24,15 @@ extern "C" __global__ void __launch_bounds__(1024) tn_kernel(
         float acc4 = 0.0f;
 #pragma unroll 4
         for (int vi = tr; vi < NV; vi += T) {
-            tn_vec<tn_u16, V> b0;
-            tn_vload(b0, in0 + row * in0_ld + vi * V);
-            #pragma unroll
-            for (int v = 0; v < V; v++) {
-                const float e0 = tn_f16_to_f32(b0.e[v]);
-                const float e3 = e0;
-                acc4 = tn_combine<0>(acc4, e3);
+            if (true) {
+                tn_vec<tn_u16, V> b0;
+                tn_vload(b0, in0 + row * in0_ld + vi * V);
+                #pragma unroll
+                for (int v = 0; v < V; v++) {
+                    const float e0 = tn_f16_to_f32(b0.e[v]);
+                    const float e3 = e0;
+                    acc4 = tn_combine<0>(acc4, e3);
+                }
             }
         }
         const float s4 = tn_row_reduce<T, 0>(acc4, tn_red[0][rr]);
@@ -37,15 +40,17 @@ extern "C" __global__ void __launch_bounds__(1024) tn_kernel(
         float acc9 = 0.0f;
 #pragma unroll 4
         for (int vi = tr; vi < NV; vi += T) {
-            tn_vec<tn_u16, V> b0;
-            tn_vload(b0, in0 + row * in0_ld + vi * V);
-            #pragma unroll
-            for (int v = 0; v < V; v++) {
-                const float e0 = tn_f16_to_f32(b0.e[v]);
-                const float e3 = e0;
-                const float e7 = (e3 - s6);
-                const float e8 = (e7 * e7);
-                acc9 = tn_combine<0>(acc9, e8);
+            if (true) {
+                tn_vec<tn_u16, V> b0;
+                tn_vload(b0, in0 + row * in0_ld + vi * V);
+                #pragma unroll
+                for (int v = 0; v < V; v++) {
+                    const float e0 = tn_f16_to_f32(b0.e[v]);
+                    const float e3 = e0;
+                    const float e7 = (e3 - s6);
+                    const float e8 = (e7 * e7);
+                    acc9 = tn_combine<0>(acc9, e8);
+                }
             }
         }
         const float s9 = tn_row_reduce<T, 0>(acc9, tn_red[1][rr]);
@@ -54,28 +59,30 @@ extern "C" __global__ void __launch_bounds__(1024) tn_kernel(
         const float s13 = rsqrtf(s12);
 #pragma unroll 4
         for (int vi = tr; vi < NV; vi += T) {
-            tn_vec<tn_u16, V> b0;
-            tn_vload(b0, in0 + row * in0_ld + vi * V);
-            tn_vec<float, V> c1;
-            tn_vload(c1, in1 + vi * V);
-            tn_vec<float, V> c2;
-            tn_vload(c2, in2 + vi * V);
-            tn_vec<tn_u16, V> o0;
-            #pragma unroll
-            for (int v = 0; v < V; v++) {
-                const float e0 = tn_f16_to_f32(b0.e[v]);
-                const float e1 = c1.e[v];
-                const float e2 = c2.e[v];
-                const float e3 = e0;
-                const float e7 = (e3 - s6);
-                const float e14 = (e7 * s13);
-                const float e15 = e1;
-                const float e16 = e2;
-                const float e17 = (e14 * e15);
-                const float e18 = (e17 + e16);
-                o0.e[v] = tn_f32_to_f16(e18);
+            if (live) {
+                tn_vec<tn_u16, V> b0;
+                tn_vload(b0, in0 + row * in0_ld + vi * V);
+                tn_vec<float, V> c1;
+                tn_vload(c1, in1 + vi * V);
+                tn_vec<float, V> c2;
+                tn_vload(c2, in2 + vi * V);
+                tn_vec<tn_u16, V> o0;
+                #pragma unroll
+                for (int v = 0; v < V; v++) {
+                    const float e0 = tn_f16_to_f32(b0.e[v]);
+                    const float e1 = c1.e[v];
+                    const float e2 = c2.e[v];
+                    const float e3 = e0;
+                    const float e7 = (e3 - s6);
+                    const float e14 = (e7 * s13);
+                    const float e15 = e1;
+                    const float e16 = e2;
+                    const float e17 = (e14 * e15);
+                    const float e18 = (e17 + e16);
+                    o0.e[v] = tn_f32_to_f16(e18);
+                }
+                tn_vstore(out0 + row * out0_ld + vi * V, o0);
             }
-            tn_vstore(out0 + row * out0_ld + vi * V, o0);
         }
         if (live && tr == 0) out1[row] = s6;
         if (live && tr == 0) out2[row] = s13;

@@ -1,3 +1,4 @@
+// row storage: registers; skeleton: grid-stride
 extern "C" __global__ void __launch_bounds__(256) tn_kernel(
     const tn_u16 *__restrict__ in0,
     const long long in0_ld,
@@ -18,21 +19,22 @@ extern "C" __global__ void __launch_bounds__(256) tn_kernel(
         const long long row = g * R + rr;
         const bool live = row < M;
         (void)live;
-        tn_vec<tn_u16, V> b0[P];
+        tn_vec<tn_u16, V> bb0[P];
 #pragma unroll
         for (int p = 0; p < P; p++) {
             const int vi = p * T + tr;
-            if (live && vi < NV) tn_vload(b0[p], in0 + row * in0_ld + vi * V);
-            else tn_vzero(b0[p]);
+            if (live && vi < NV) tn_vload(bb0[p], in0 + row * in0_ld + vi * V);
+            else tn_vzero(bb0[p]);
         }
         float acc4 = 0.0f;
 #pragma unroll
         for (int p = 0; p < P; p++) {
             const int vi = p * T + tr;
             if (vi < NV) {
+                const tn_vec<tn_u16, V> &b0 = bb0[p];
                 #pragma unroll
                 for (int v = 0; v < V; v++) {
-                    const float e0 = tn_bf16_to_f32(b0[p].e[v]);
+                    const float e0 = tn_bf16_to_f32(b0.e[v]);
                     const float e2 = e0;
                     const float e3 = (e2 * e2);
                     acc4 = tn_combine<0>(acc4, e3);
@@ -47,12 +49,13 @@ extern "C" __global__ void __launch_bounds__(256) tn_kernel(
         for (int p = 0; p < P; p++) {
             const int vi = p * T + tr;
             if (live && vi < NV) {
+                const tn_vec<tn_u16, V> &b0 = bb0[p];
                 tn_vec<tn_u16, V> c1;
                 tn_vload(c1, in1 + vi * V);
                 tn_vec<tn_u16, V> o0;
                 #pragma unroll
                 for (int v = 0; v < V; v++) {
-                    const float e0 = tn_bf16_to_f32(b0[p].e[v]);
+                    const float e0 = tn_bf16_to_f32(b0.e[v]);
                     const float e1 = tn_bf16_to_f32(c1.e[v]);
                     const float e2 = e0;
                     const float e10 = (e2 * s9);

@@ -1,3 +1,4 @@
+// row storage: registers; skeleton: grid-stride
 extern "C" __global__ void __launch_bounds__(256) tn_kernel(
     const float *__restrict__ in0,
     const long long in0_ld,
@@ -14,21 +15,22 @@ extern "C" __global__ void __launch_bounds__(256) tn_kernel(
         const long long row = g * R + rr;
         const bool live = row < M;
         (void)live;
-        tn_vec<float, V> b0[P];
+        tn_vec<float, V> bb0[P];
 #pragma unroll
         for (int p = 0; p < P; p++) {
             const int vi = p * T + tr;
-            if (live && vi < NV) tn_vload(b0[p], in0 + row * in0_ld + vi * V);
-            else tn_vzero(b0[p]);
+            if (live && vi < NV) tn_vload(bb0[p], in0 + row * in0_ld + vi * V);
+            else tn_vzero(bb0[p]);
         }
         float acc2 = TN_NEG_INF;
 #pragma unroll
         for (int p = 0; p < P; p++) {
             const int vi = p * T + tr;
             if (vi < NV) {
+                const tn_vec<float, V> &b0 = bb0[p];
                 #pragma unroll
                 for (int v = 0; v < V; v++) {
-                    const float e0 = b0[p].e[v];
+                    const float e0 = b0.e[v];
                     const float e1 = e0;
                     acc2 = tn_combine<1>(acc2, e1);
                 }
@@ -40,9 +42,10 @@ extern "C" __global__ void __launch_bounds__(256) tn_kernel(
         for (int p = 0; p < P; p++) {
             const int vi = p * T + tr;
             if (vi < NV) {
+                const tn_vec<float, V> &b0 = bb0[p];
                 #pragma unroll
                 for (int v = 0; v < V; v++) {
-                    const float e0 = b0[p].e[v];
+                    const float e0 = b0.e[v];
                     const float e1 = e0;
                     const float e3 = (e1 - s2);
                     const float e4 = expf(e3);
@@ -56,10 +59,11 @@ extern "C" __global__ void __launch_bounds__(256) tn_kernel(
         for (int p = 0; p < P; p++) {
             const int vi = p * T + tr;
             if (live && vi < NV) {
+                const tn_vec<float, V> &b0 = bb0[p];
                 tn_vec<float, V> o0;
                 #pragma unroll
                 for (int v = 0; v < V; v++) {
-                    const float e0 = b0[p].e[v];
+                    const float e0 = b0.e[v];
                     const float e1 = e0;
                     const float e3 = (e1 - s2);
                     const float e4 = expf(e3);

@@ -1,0 +1,118 @@
+// ---- bulk copies into shared memory (sm_90): the row storage of the tma kinds.
+// One elected thread copies whole rows with cp.async.bulk; each copy completes
+// transaction bytes on an mbarrier that every reader of the slot waits on.
+// Rows are 16-byte aligned and a multiple of 16 bytes long (the scheduler
+// picks another kind otherwise).
+#if __CUDA_ARCH__ >= 900
+__device__ __forceinline__ unsigned tn_smem_addr(const void *p) {
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+__device__ __forceinline__ void tn_mbar_init(unsigned long long *bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(tn_smem_addr(bar)), "r"(count) : "memory");
+}
+// Makes initialized barriers visible to the copy engine (the async proxy).
+__device__ __forceinline__ void tn_mbar_fence_init() {
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+// One arrival that also announces `bytes` of copies landing on this phase.
+__device__ __forceinline__ void tn_mbar_arrive_expect_tx(unsigned long long *bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(tn_smem_addr(bar)), "r"(bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void tn_mbar_arrive(unsigned long long *bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(tn_smem_addr(bar)) : "memory");
+}
+// Waits until the phase with this parity has completed.
+__device__ __forceinline__ void tn_mbar_wait(unsigned long long *bar, unsigned parity) {
+    asm volatile(
+        "{\n"
+        ".reg .pred done;\n"
+        "tn_wait_%=:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+        "@!done bra tn_wait_%=;\n"
+        "}\n" ::"r"(tn_smem_addr(bar)),
+        "r"(parity)
+        : "memory");
+}
+// Global -> shared, `bytes` (a multiple of 16) completing on bar.
+__device__ __forceinline__ void tn_bulk_load(void *dst, const void *src, unsigned bytes, unsigned long long *bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                     tn_smem_addr(dst)),
+                 "l"(src), "r"(bytes), "r"(tn_smem_addr(bar))
+                 : "memory");
+}
+#endif
+
+// ---- named barriers: a group of warps meets without the rest of the CTA
+__device__ __forceinline__ void tn_bar_sync(unsigned id, unsigned threads) {
+    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+// ---- register sharing between warp groups (sm_90a)
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+template <int REGS> __device__ __forceinline__ void tn_regs_dec() {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(REGS));
+}
+template <int REGS> __device__ __forceinline__ void tn_regs_inc() {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(REGS));
+}
+#else
+template <int REGS> __device__ __forceinline__ void tn_regs_dec() {}
+template <int REGS> __device__ __forceinline__ void tn_regs_inc() {}
+#endif
+
+// ---- the ring of stages (the tma kind's skeleton). A stage holds one row group:
+// for each ROW input k, R rows of row_bytes each, from smem_offset on.
+struct tn_row_src {
+    const unsigned char *base; // the input's first row
+    long long ld_bytes;        // its row stride in bytes
+    unsigned row_bytes;        // N * element size, a multiple of 16
+    unsigned smem_offset;      // where its R rows start in a stage
+};
+
+#if __CUDA_ARCH__ >= 900
+// Thread 0: bulk-copies the live rows of row group g into stage, completing on full.
+template <int R, int NIN>
+__device__ __forceinline__ void tn_stage_issue(const tn_row_src (&src)[NIN], unsigned char *stage, long long g,
+                                               long long M, unsigned long long *full) {
+    const long long row0 = g * R;
+    const int rows = M - row0 < R ? (int)(M - row0) : R;
+    unsigned bytes = 0;
+#pragma unroll
+    for (int k = 0; k < NIN; k++) bytes += (unsigned)rows * src[k].row_bytes;
+    tn_mbar_arrive_expect_tx(full, bytes);
+    for (int r = 0; r < rows; r++)
+#pragma unroll
+        for (int k = 0; k < NIN; k++)
+            tn_bulk_load(stage + src[k].smem_offset + r * src[k].row_bytes, src[k].base + (row0 + r) * src[k].ld_bytes,
+                         src[k].row_bytes, full);
+}
+
+// Every thread: sets up the stages' barriers and (thread 0) fills each stage
+// with this CTA's first S row groups.
+template <int R, int S, int NIN>
+__device__ __forceinline__ void tn_ring_start(const tn_row_src (&src)[NIN], unsigned char *smem, unsigned stage_bytes,
+                                              unsigned long long *full, long long G, long long M) {
+    if (threadIdx.x == 0) {
+#pragma unroll
+        for (int s = 0; s < S; s++) tn_mbar_init(&full[s], 1);
+        tn_mbar_fence_init();
+    }
+    __syncthreads();
+    if (threadIdx.x == 0)
+        for (int s = 0; s < S; s++) {
+            const long long g = blockIdx.x + (long long)s * gridDim.x;
+            if (g < G) tn_stage_issue<R, NIN>(src, smem + s * stage_bytes, g, M, &full[s]);
+        }
+}
+
+// Every thread, after the row group g in this stage is done: once all have
+// read the stage, thread 0 refills it with the group S turns ahead.
+template <int R, int S, int NIN>
+__device__ __forceinline__ void tn_ring_refill(const tn_row_src (&src)[NIN], unsigned char *stage,
+                                               unsigned long long *full, long long g, long long M) {
+    __syncthreads();
+    const long long next = g + (long long)S * gridDim.x;
+    if (threadIdx.x == 0 && next * R < M) tn_stage_issue<R, NIN>(src, stage, next, M, full);
+}
+#endif
