@@ -40,6 +40,7 @@ typedef struct cli {
     const char *kind, *plan_file, *target;
     char *plan_json; /* the contents of plan_file */
     int align;       /* 0: not given (the library's default, 16) */
+    int pdl;         /* 0: the default (on from sm_90), 1: on, -1: off */
     float eps;
     int sample_rows;
     unsigned given;  /* bit per option (1u << O_...) */
@@ -72,7 +73,7 @@ static const command_info k_commands[] = {
 
 enum {
     O_OP, O_ROWS, O_COLS, O_DTYPE, O_WEIGHT_DTYPE, O_OUT_DTYPE, O_STATS, O_EPS, O_KIND, O_PLAN,
-    O_ALIGN, O_TARGET, O_JSON, O_SOURCE, O_CHECK_ROWS, O_OVERHEAD, O_HELP, O_COUNT
+    O_ALIGN, O_PDL, O_TARGET, O_JSON, O_SOURCE, O_CHECK_ROWS, O_OVERHEAD, O_HELP, O_COUNT
 };
 
 typedef struct option_info {
@@ -94,13 +95,15 @@ static const option_info k_options[O_COUNT] = {
     [O_STATS] = {"stats", NULL, ALL, "also output rstd (and mean for layernorm); not for softmax"},
     [O_EPS] = {"eps", "E", C_DEMO | C_RUN | C_TUNE,
                "epsilon: a finite float from 1.2e-38 to 3.4e38 (default 1e-6); not for softmax"},
-    [O_KIND] = {"kind", "K", C_DEMO | C_EXPLAIN | C_RUN, "force a plan kind: register | looped"},
+    [O_KIND] = {"kind", "K", C_DEMO | C_EXPLAIN | C_RUN, "force a plan kind: register | looped | tma"},
     [O_PLAN] = {"plan", "FILE", C_EXPLAIN | C_RUN,
                 "replay a plan saved as JSON, at most 1 MiB (the \"plan\" member of explain --json,\n"
                 "                       or what tune prints after \"best:\")"},
     [O_ALIGN] = {"align", "B", C_DEMO | C_EXPLAIN | C_RUN,
                  "alignment in bytes promised for every pointer and row stride:\n"
                  "                       1, 2, 4, 8 or 16 (default 16)"},
+    [O_PDL] = {"pdl", "on|off", C_DEMO | C_EXPLAIN | C_RUN,
+               "programmatic dependent launch (default: on from sm_90)"},
     [O_TARGET] = {"target", "T", C_DEMO | C_EXPLAIN,
                   "plan for h200 | h100 | a100 instead of the GPU here (without a GPU: h200)"},
     [O_JSON] = {"json", NULL, C_EXPLAIN, "print one JSON object (with --source, the CUDA C is its \"source\" member)"},
@@ -364,6 +367,11 @@ static int parse_options(int argc, char **argv, const command_info *ci, cli *c) 
         case O_KIND: ok = parse_kind(v); c->kind = v; break;
         case O_PLAN: c->plan_file = v; break;
         case O_ALIGN: ok = parse_align(name, v, &c->align); break;
+        case O_PDL:
+            ok = !strcmp(v, "on") || !strcmp(v, "off");
+            if (!ok) fprintf(stderr, "tmanorm: --pdl takes on or off, got '%s'\n", v);
+            c->pdl = !strcmp(v, "on") ? 1 : -1;
+            break;
         case O_TARGET: ok = parse_target(v); c->target = v; break;
         case O_JSON: c->json = 1; break;
         case O_SOURCE: c->source = 1; break;
@@ -470,7 +478,7 @@ static tn_status make_plan(tn_context *ctx, const cli *c, tn_builtin op, tn_fusi
     tn_builtin_options bo = {c->dtype, c->weight_dtype, c->out_dtype, c->stats};
     tn_status st = tn_fusion_builtin(ctx, op, &bo, f);
     if (st != TN_STATUS_OK) return st;
-    tn_plan_options po = {c->align, c->plan_json, c->kind}; /* the alignment exactly as given */
+    tn_plan_options po = {c->align, c->plan_json, c->kind, c->pdl}; /* the alignment exactly as given */
     return tn_plan_create(ctx, *f, c->rows, c->cols, &po, plan);
 }
 

@@ -86,7 +86,11 @@ def main():
     check("unknown op message", rc == 2 and err == "tmanorm: unknown op 'rmsnrom' "
           "(rmsnorm, layernorm, softmax, add_rmsnorm)\n", repr(err))
     bad(E + shape + ["--target", "tpu"], "unknown target 'tpu' (h200, h100, a100)")
-    bad(E + shape + ["--kind", "foo"], "kind", "'foo'", "register", "looped")
+    bad(E + shape + ["--kind", "foo"], "kind", "'foo'", "register", "looped", "tma")
+    bad(E + shape + ["--pdl", "maybe"], "--pdl", "on or off", "'maybe'")
+    bad(E + shape + ["--pdl", "on", "--target", "a100"], "programmatic dependent launch", "sm_90")
+    good(E + shape + ["--pdl", "off"], "pdl              0")
+    good(E + shape + ["--kind", "tma"], "plan tma", "bulk copies")
     bad(E + shape + ["--dtype", "f64"], "--dtype", "'f64'", "f32, f16, bf16")
     bad(E + shape + ["--weight-dtype", "f64"], "--weight-dtype", "'f64'", "f32, f16, bf16")
     bad(E + shape + ["--out-dtype", "f64"], "--out-dtype", "'f64'", "f32, f16, bf16, f8e4m3")

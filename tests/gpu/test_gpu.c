@@ -7,6 +7,7 @@
  *   test_gpu --sanitize the subset run under compute-sanitizer (tests/gpu/run.sh):
  *                       N = 2^31 - 1, padded and misaligned tensors, odd shapes, launch errors
  *   test_gpu --huge     only N = 2^31 - 1
+ *   test_gpu --smoke    one shape per kind and op (racecheck and synccheck run this)
  * Exits 77 (skipped) without a GPU. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -322,8 +323,9 @@ static void check_pdl_chain(tn_context *ctx, int64_t rows, int64_t cols) {
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "";
     int quick = !strcmp(mode, "--quick"), sanitize = !strcmp(mode, "--sanitize"), huge_only = !strcmp(mode, "--huge");
-    if (*mode && !quick && !sanitize && !huge_only) {
-        fprintf(stderr, "usage: test_gpu [--quick | --sanitize | --huge]\n");
+    int smoke = !strcmp(mode, "--smoke");
+    if (*mode && !quick && !sanitize && !huge_only && !smoke) {
+        fprintf(stderr, "usage: test_gpu [--quick | --sanitize | --huge | --smoke]\n");
         return 2;
     }
     tn_context *ctx = NULL;
@@ -336,6 +338,19 @@ int main(int argc, char **argv) {
     tn_context_device_props(ctx, &props);
     printf("device: %s, sm_%d%d, %d SMs\n", props.name, props.cc_major, props.cc_minor, props.sm_count);
     time_t t0 = time(NULL);
+    if (smoke) {
+        static const struct { int64_t rows, cols; const char *kind; } shapes[] = {
+            {257, 4096, NULL}, {33, 1000, "looped"}, {257, 4096, "tma"}, {3, 65536, "tma"}, {1000, 1024, "tma"}};
+        for (int op = 0; op < TN_BUILTIN_COUNT; op++)
+            for (int i = 0; i < 5; i++) {
+                if (shapes[i].kind && !strcmp(shapes[i].kind, "tma") && props.cc_major < 9) continue;
+                gpu_case c = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, shapes[i].rows, shapes[i].cols,
+                              shapes[i].kind, 0, 0};
+                run_case(ctx, &c);
+            }
+        if (props.cc_major >= 9) check_pdl_chain(ctx, 8, 4096);
+        goto report;
+    }
     if (!quick) check_huge_n(ctx);
     if (huge_only) goto report;
 
