@@ -79,7 +79,7 @@ static int schedule_register(const tn_schedule_request *r, tn_plan_desc *p, int 
     /* Few rows: give each row more threads so the SMs have work. */
     const int64_t wanted = (int64_t)d->sm_count * 1024;
     int widened = 0;
-    while (t < 1024 && t < nv && r->rows < wanted / t) t *= 2, widened = 1;
+    while (t < TN_REG_WIDEN_MAX && t < nv && r->rows < wanted / t) t *= 2, widened = 1;
     /* From the widest useful t up; then, for rows too long for 1024 threads'
        registers, narrower CTAs whose threads may hold more (the cap per thread
        rises as the block shrinks). */

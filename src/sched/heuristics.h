@@ -26,14 +26,19 @@ int64_t tn_tma_dynamic_smem(const tn_analysis *a, const tn_plan_desc *p);
 int64_t tn_tma_static_smem(const tn_analysis *a, const tn_plan_desc *p);
 
 /* Register plan limits, exposed for the tests' invariants. */
-/* Vectors a thread keeps per row before rows widen: 4, and 8 once a row has
-   256 threads, so long rows keep 8 x 16 bytes in flight per thread and fewer
-   warps meet in each reduction (tune on the H200: layernorm 4096 x 16384 bf16
-   69.7 us at 256 threads x 8 against 103.5 at 512 x 4; shorter rows were as
-   fast either way). */
+/* Vectors a thread keeps per row before rows widen: 4, and up to 8 once a row
+   has 128 threads, so long rows keep up to 8 x 16 bytes in flight per thread
+   and fewer warps meet in each reduction. From tune on the H200 (bf16):
+   layernorm 4096 x 16384 69.7 us at 256 threads x 8 against 103.5 at 512 x 4;
+   layernorm 10000 x 6144 62.4 us at 128 x 6 against 65.3 at 256 x 3; rows of
+   512 vectors (rmsnorm 32768 x 4096) within 1.2% of the best at 128 x 4. */
 #define TN_REG_BATCH_TARGET 4
 #define TN_REG_BATCH_LONG 8
-#define TN_REG_LONG_ROW_THREADS 256
+#define TN_REG_LONG_ROW_THREADS 128
+/* Few rows are widened to at most this many threads per row: a 1024-thread
+   row waits on 32 warps at each reduction (rmsnorm 64 x 20480: 4.05 us at 512
+   threads, 5.06 at 1024). */
+#define TN_REG_WIDEN_MAX 512
 /* Registers a thread needs to hold `words` of row buffer. Measured with the
    compile tier: the unrolled phases keep about one temporary per buffered
    word live, so a 32-word buffer spills under the 64-register cap of a

@@ -155,7 +155,9 @@ int tn_plan_desc_parse(const char *json, tn_plan_desc *out, char *err, size_t er
             int is_kind = key[0] == 'k';
             if ((is_kind && have_kind) || (!is_kind && have_why)) PARSE_FAIL("plan JSON: \"%s\" given twice", key);
             s = parse_string(s, text, sizeof text);
-            if (!s) PARSE_FAIL("plan JSON: \"%s\" needs a string of at most %zu characters", key, sizeof text - 1);
+            if (!s)
+                PARSE_FAIL("plan JSON: \"%s\" needs a string (closed, no raw control characters, escapes among "
+                           "\\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX) of at most %zu characters", key, sizeof text - 1);
             if (is_kind) {
                 int k = tn_plan_kind_from_name(text);
                 if (k < 0) PARSE_FAIL("plan JSON: unknown kind \"%s\"", text);
