@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "api/context.h"
+#include "rt/runtime.h"
 #include "api/plan_internal.h"
 #include "ref/ref.h"
 #include "util/dtype.h"

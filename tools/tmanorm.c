@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/context.h"
+#include "rt/runtime.h"
 #include "gpu_check.h"
 #include "rt/cache.h"
 #include "sched/plan.h"

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/context.h"
+#include "rt/runtime.h"
 #include "gpu_check.h"
 #include "sched/heuristics.h"
 

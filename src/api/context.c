@@ -1,5 +1,5 @@
 /* Context creation, device discovery and error reporting. */
-#include "api/context.h"
+#include "rt/runtime.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -117,16 +117,6 @@ static tn_status open_device(tn_context *ctx, int ordinal) {
     return tn_context_bind(ctx);
 }
 
-tn_status tn_context_bind(tn_context *ctx) {
-    if (!ctx->has_gpu) return TN_STATUS_NO_DEVICE;
-    CUcontext cur = NULL;
-    ctx->cu->CtxGetCurrent(&cur);
-    if (cur == ctx->cu_ctx) return TN_STATUS_OK;
-    CUresult r = ctx->cu->CtxSetCurrent(ctx->cu_ctx);
-    if (r != CUDA_SUCCESS)
-        return tn_set_error(ctx, TN_STATUS_CUDA_ERROR, "cuCtxSetCurrent: %s", tn_cuda_error_text(r));
-    return TN_STATUS_OK;
-}
 
 static void finalize(tn_context *ctx);
 

@@ -5,7 +5,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "api/context.h"
+#include "rt/runtime.h"
 #include "api/plan_internal.h"
 #include "codegen/codegen.h"
 #include "rt/launch.h"

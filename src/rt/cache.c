@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "api/context.h"
+#include "rt/runtime.h"
 #include "util/alloc.h"
 #include "util/hash.h"
 #include "util/strbuf.h"

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rt/nvrtc.h"
 #include "tmanorm.h"
 
 typedef struct tn_kernel {
@@ -45,17 +46,6 @@ void tn_cache_destroy(tn_cache *c, tn_context *ctx);
    holds the kernel until tn_cache_release. */
 tn_status tn_cache_get(tn_context *ctx, const char *source, tn_kernel **out, int *compiled);
 void tn_cache_release(tn_context *ctx, tn_kernel *k);
-/* The compile options, one string for both the compile and the cache key. */
-extern const char *const tn_nvrtc_options[];
-#define TN_NVRTC_OPTION_COUNT 2
 
-/* Compiles source with NVRTC for arch (internal; the cache calls it).
-   On failure the context's error holds NVRTC's log. */
-tn_status tn_nvrtc_compile(tn_context *ctx, const char *source, const char *arch, char **image,
-                           size_t *image_size, char **log, double *ms);
-/* "major.minor" of the linked NVRTC. */
-const char *tn_nvrtc_version(void);
-/* Reads registers, spills, stack and shared memory from ptxas' report. */
-void tn_parse_ptxas_log(const char *log, tn_resources *res);
 
 #endif

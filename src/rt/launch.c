@@ -1,7 +1,7 @@
 /* The one launch function (see launch.h). */
 #include "rt/launch.h"
 
-#include "api/context.h"
+#include "rt/runtime.h"
 
 tn_status tn_kernel_function(tn_context *ctx, const tn_kernel *k, const tn_launch_desc *l, CUfunction *out) {
     const tn_cuda_api *cu = ctx->cu;

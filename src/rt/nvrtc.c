@@ -5,8 +5,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "api/context.h"
-#include "rt/cache.h"
+#include "rt/runtime.h"
+#include "rt/nvrtc.h"
 #include "util/alloc.h"
 
 const char *const tn_nvrtc_options[TN_NVRTC_OPTION_COUNT] = {"--std=c++17", "-Xptxas=-v"};

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/context.h"
+#include "rt/runtime.h"
 #include "rt/cache.h"
 #include "test.h"
 #include "util/alloc.h"

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "api/context.h"
+#include "rt/runtime.h"
 #include "ir/ir.h"
 #include "sched/analysis.h"
 #include "sched/plan.h"

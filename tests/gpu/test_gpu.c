@@ -16,7 +16,7 @@
 
 #include <math.h>
 
-#include "api/context.h"
+#include "rt/runtime.h"
 #include "gpu_check.h"
 #include "random_fusion.h"
 #include "rt/cache.h"

@@ -1,7 +1,10 @@
-/* The context: allocator, last-error message, the GPU (or a target without
-   one) and the kernel cache. Internal to the library. */
-#ifndef TN_CONTEXT_H
-#define TN_CONTEXT_H
+/* What a context holds at run time: its base (allocator, errors, references),
+   the GPU (or the target planned for without one), the driver API, the NVRTC
+   target and the kernel cache. The runtime owns this state, so rt/ works on a
+   context without reaching up into api/, which creates and destroys it.
+   Internal to the library. */
+#ifndef TN_RUNTIME_H
+#define TN_RUNTIME_H
 
 #include <pthread.h>
 
