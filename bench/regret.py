@@ -1,0 +1,115 @@
+"""The scheduler's regret over a set of shapes: `tmanorm tune` times every
+candidate plan of every kind for each (op, M, N) and prints one `regret` line;
+this runs it over the standard sweep (or --shapes, or the off-sweep hidden
+sizes), writes the lines to a CSV and a markdown table with the median and the
+worst regret (the scheduler's time over the best candidate's).
+
+    python3 bench/regret.py --tmanorm build-gpu/tmanorm --sweep full --out $OUT
+    python3 bench/regret.py --shapes rmsnorm:64x20480,layernorm:10000x6144
+    python3 bench/regret.py --parse tune.log        # only turn a tune log into the table
+
+Runs on the GPU machine (tune needs a GPU); --parse runs anywhere.
+"""
+import argparse
+import csv
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+OPS = ("rmsnorm", "layernorm", "softmax", "add_rmsnorm")
+SWEEP_M = (1, 8, 64, 512, 4096, 16384, 65536)
+SWEEP_N = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
+# Hidden sizes and row counts that are not the sweep's powers of two.
+OFF_SWEEP_N = (1536, 2560, 3072, 6144, 9216, 12288, 20480, 24576, 40960, 81920)
+OFF_SWEEP_M = (5, 33, 2000, 10000)
+
+REGRET = re.compile(r"^regret (\w+) (\d+)x(\d+): scheduler (\S+) ([\d.]+) us, best (\S+) ([\d.]+) us, regret ([\d.]+)")
+FIELDS = ["op", "rows", "cols", "scheduler_kind", "scheduler_us", "best_kind", "best_us", "regret"]
+
+
+def parse(text):
+    """The regret lines of a tune log, as dicts."""
+    rows = []
+    for line in text.splitlines():
+        m = REGRET.match(line.strip())
+        if m:
+            rows.append(dict(zip(FIELDS, (m[1], int(m[2]), int(m[3]), m[4], float(m[5]), m[6], float(m[7]),
+                                          float(m[8])))))
+    return rows
+
+
+def shapes_of(args):
+    if args.shapes:
+        out = []
+        for s in args.shapes.split(","):
+            op, mn = s.split(":")
+            m, n = mn.split("x")
+            out.append((op, int(m), int(n)))
+        return out
+    if args.sweep == "full":
+        pairs = [(m, n) for m in SWEEP_M for n in SWEEP_N]
+    elif args.sweep == "off":
+        pairs = [(m, n) for m in OFF_SWEEP_M for n in OFF_SWEEP_N]
+    else:
+        pairs = [(64, 4096), (4096, 4096), (16384, 16384)]
+    # The standard sweep skips tensors above 4 GiB (bf16).
+    return [(op, m, n) for op in args.ops.split(",") for m, n in pairs if m * n * 2 <= 4 * 2**30]
+
+
+def table(rows):
+    """Markdown: one line per shape, then the median and the worst."""
+    lines = ["| op | M × N | scheduler | best candidate | regret |", "| --- | --- | --- | --- | ---: |"]
+    for r in rows:
+        lines.append(f"| {r['op']} | {r['rows']} × {r['cols']} | {r['scheduler_kind']} {r['scheduler_us']:.2f} µs | "
+                     f"{r['best_kind']} {r['best_us']:.2f} | {r['regret']:.3f} |")
+    if rows:
+        regrets = [r["regret"] for r in rows]
+        worst = max(rows, key=lambda r: r["regret"])
+        lines.append("")
+        lines.append(f"{len(rows)} shapes: median regret {statistics.median(regrets):.3f}, worst {worst['regret']:.3f} "
+                     f"({worst['op']} {worst['rows']} × {worst['cols']})")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tmanorm", default="build-gpu/tmanorm", help="the tmanorm command")
+    ap.add_argument("--sweep", choices=("quick", "full", "off"), default="quick",
+                    help="quick: 3 shapes per op; full: the standard sweep; off: hidden sizes off the sweep")
+    ap.add_argument("--shapes", default="", help="OP:MxN,... (overrides --sweep)")
+    ap.add_argument("--ops", default=",".join(OPS))
+    ap.add_argument("--dtype", default="bf16")
+    ap.add_argument("--parse", default="", help="a tune log to turn into the table (no GPU needed)")
+    ap.add_argument("--out", default=".")
+    args = ap.parse_args()
+    if args.parse:
+        with open(args.parse) as f:
+            rows = parse(f.read())
+    else:
+        rows = []
+        todo = shapes_of(args)
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "regret_tune.log"), "w") as log:
+            for i, (op, m, n) in enumerate(todo):
+                p = subprocess.run([args.tmanorm, "tune", "--op", op, "--rows", str(m), "--cols", str(n), "--dtype",
+                                    args.dtype], capture_output=True, text=True)
+                log.write(p.stdout + p.stderr)
+                got = parse(p.stdout)
+                rows += got
+                status = f"regret {got[0]['regret']:.3f}" if got else f"no regret line (exit {p.returncode})"
+                print(f"[{i + 1}/{len(todo)}] {op} {m}x{n}: {status}", flush=True)
+    with open(os.path.join(args.out, "regret.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS)
+        w.writeheader()
+        w.writerows(rows)
+    md = table(rows)
+    with open(os.path.join(args.out, "regret.md"), "w") as f:
+        f.write(md)
+    print(md)
+    return 0 if rows else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
