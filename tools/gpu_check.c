@@ -82,9 +82,7 @@ static void input_range(const char *name, float *lo, float *hi) {
     else *lo = -2.0f, *hi = 2.0f;
 }
 
-/* A harness kernel from the context's cache; the caller releases it once its
-   launches have finished. */
-static tn_status helper_kernel(tn_context *ctx, const char *body, tn_kernel **k) {
+tn_status tn_gpu_helper_kernel(tn_context *ctx, const char *body, tn_kernel **k) {
     size_t n = strlen(tn_device_cuh) + strlen(body) + 2;
     char *src = malloc(n);
     if (!src) return tn_set_error(ctx, TN_STATUS_OUT_OF_MEMORY, "harness: out of memory");
@@ -93,6 +91,17 @@ static tn_status helper_kernel(tn_context *ctx, const char *body, tn_kernel **k)
     tn_status st = tn_cache_get(ctx, src, k, &compiled);
     free(src);
     return st;
+}
+
+void tn_gpu_plan_kind(const tn_plan *plan, char *out, size_t cap) {
+    char json[2048] = "";
+    snprintf(out, cap, "?");
+    if (tn_plan_describe(plan, TN_DESCRIBE_JSON, json, sizeof json, NULL) != TN_STATUS_OK) return;
+    const char *k = strstr(json, "\"kind\": \"");
+    if (!k) return;
+    k += 9;
+    size_t n = strcspn(k, "\"");
+    snprintf(out, cap, "%.*s", (int)n, k);
 }
 
 /* ---- device buffers for one set of a plan's tensors ------------------------------------ */
@@ -168,7 +177,7 @@ static uint64_t input_seed(uint64_t seed, int i) { return seed * 1000003ull + (u
 static tn_status fill_inputs(tn_context *ctx, buffer_set *s, uint64_t seed) {
     tn_status st = TN_STATUS_OK;
     tn_kernel *fill = NULL;
-    TRY(helper_kernel(ctx, k_fill_src, &fill));
+    TRY(tn_gpu_helper_kernel(ctx, k_fill_src, &fill));
     for (int i = 0; i < s->num_in; i++) {
         tensor_buf *b = &s->in[i];
         long long n = elems(b);
@@ -223,7 +232,7 @@ tn_status tn_gpu_check(tn_plan *plan, const float *params, const tn_check_option
     CU(ctx->cu->CtxSynchronize());
 
     /* Every element written, nothing outside the rows touched. */
-    TRY(helper_kernel(ctx, k_poison_src, &poison));
+    TRY(tn_gpu_helper_kernel(ctx, k_poison_src, &poison));
     CU(ctx->cu->MemAlloc(&counts, 2 * sizeof(unsigned long long)));
     for (int o = 0; o < s.num_out; o++) {
         tensor_buf *b = &s.out[o];

@@ -5,6 +5,7 @@
 #ifndef TN_GPU_CHECK_H
 #define TN_GPU_CHECK_H
 
+#include "rt/cache.h"
 #include "tmanorm.h"
 
 typedef struct tn_check_options {
@@ -39,5 +40,11 @@ tn_status tn_gpu_time(tn_plan *plan, const float *params, tn_timing *out);
 tn_status tn_gpu_copy_ceiling(tn_context *ctx, size_t bytes, double *gbs);
 /* Host cost of tn_plan_launch and of the bare cuLaunchKernelEx it makes, in µs per call. */
 tn_status tn_gpu_launch_overhead(tn_plan *plan, const float *params, int calls, double *tn_us, double *raw_us);
+
+/* A kernel of the harness's own (body after the device helpers) from ctx's
+   cache; the caller releases it once its launches have finished. */
+tn_status tn_gpu_helper_kernel(tn_context *ctx, const char *body, tn_kernel **k);
+/* The plan's kind as its JSON names it ("?" if it cannot be read). */
+void tn_gpu_plan_kind(const tn_plan *plan, char *out, size_t cap);
 
 #endif

@@ -102,8 +102,17 @@ static int schedule_register(const tn_schedule_request *r, tn_plan_desc *p, int 
            TN_REG_NEED((int)ceil_div(nv, t) * words), t, regs_cap(d, t));
 }
 
+/* Register and looped plans need exactly their vector accesses' alignment. */
+static int check_vector_align(const tn_plan_desc *p, const tn_analysis *a, char *err, size_t cap) {
+    if (p->align_bytes != tn_plan_access_align(p, a->max_elem_size))
+        REJECT("plan: align_bytes %d is not what vec %d needs (%d)", p->align_bytes, p->vec,
+               tn_plan_access_align(p, a->max_elem_size));
+    return 1;
+}
+
 static int check_register(const tn_plan_desc *p, const tn_analysis *a, const tn_device_props *d, char *err, size_t cap) {
-    (void)a, (void)d;
+    (void)d;
+    if (!check_vector_align(p, a, err, cap)) return 0;
     if ((int64_t)p->threads_per_row * p->batch < p->cols / p->vec)
         REJECT("plan: threads_per_row %d x batch %d vectors do not cover a row of %lld vectors", p->threads_per_row,
                p->batch, (long long)(p->cols / p->vec));
@@ -148,7 +157,8 @@ static int schedule_looped(const tn_schedule_request *r, tn_plan_desc *p, int fo
 }
 
 static int check_looped(const tn_plan_desc *p, const tn_analysis *a, const tn_device_props *d, char *err, size_t cap) {
-    (void)a, (void)d;
+    (void)d;
+    if (!check_vector_align(p, a, err, cap)) return 0;
     if (p->rows_per_cta != 1) REJECT("plan: a looped plan takes one row per CTA");
     if (p->stages || p->smem_bytes) REJECT("plan: a looped plan has no shared-memory ring (stages and smem_bytes 0)");
     return 1;
@@ -212,6 +222,7 @@ static int schedule_tma(const tn_schedule_request *r, tn_plan_desc *p, int force
     const tn_analysis *a = r->analysis;
     const tn_device_props *d = r->props;
     if (!tma_possible(a, r->cols, r->align, d, err, cap)) return 0;
+    p->align_bytes = 16; /* bulk copies need it whatever the vector width */
     const int64_t nv = r->cols / p->vec;
     const int64_t row_bytes = r->cols * a->buffer_elem_bytes;
     /* Until measured otherwise: only where the register plan cannot hold the row. */
@@ -247,6 +258,7 @@ static int schedule_tma(const tn_schedule_request *r, tn_plan_desc *p, int force
 
 static int check_tma(const tn_plan_desc *p, const tn_analysis *a, const tn_device_props *d, char *err, size_t cap) {
     if (!tma_possible(a, p->cols, p->align_bytes, d, err, cap)) return 0;
+    if (p->align_bytes != 16) REJECT("plan: a tma plan needs align_bytes 16, not %d", p->align_bytes);
     if (p->stages < 1) REJECT("plan: a tma plan needs at least one stage");
     if (p->smem_bytes != tn_tma_dynamic_smem(a, p))
         REJECT("plan: smem_bytes %d is not what %d stages of %d rows need (%lld)", p->smem_bytes, p->stages,
@@ -322,11 +334,6 @@ static int common_fields(const tn_schedule_request *r, tn_plan_desc *p, char *er
     return 1;
 }
 
-/* The tma kind needs 16-byte aligned tensors whatever its vector width. */
-static void kind_fields(tn_plan_desc *p) {
-    if (p->kind == TN_PLAN_TMA) p->align_bytes = 16;
-}
-
 int tn_schedule(const tn_schedule_request *r, tn_plan_desc *p, char *err, size_t cap) {
     tn_plan_desc base;
     if (!common_fields(r, &base, err, cap)) return 0;
@@ -338,7 +345,6 @@ int tn_schedule(const tn_schedule_request *r, tn_plan_desc *p, char *err, size_t
         char why_not[320] = "";
         *p = base;
         p->kind = k->kind;
-        kind_fields(p);
         if (forced) why(p, "%s plan forced", tn_plan_kind_name(k->kind));
         else if (passed[0]) why(p, "%s", passed);
         if (k->schedule(r, p, forced, why_not, sizeof why_not)) return 1;

@@ -236,10 +236,9 @@ int tn_plan_desc_check(const tn_plan_desc *p, const tn_analysis *a, const tn_dev
     if (p->pdl && p->cc < 90) REJECT("plan: pdl needs sm_90 or newer; the plan is for sm_%d", p->cc);
     if (p->vec > 1 && p->vec * a->min_row_elem_size > 16)
         REJECT("plan: vec %d is wider than one 16-byte access of the narrowest tensor", p->vec);
-    const int access = tn_plan_access_align(p, a->max_elem_size);
-    if (p->align_bytes != (p->kind == TN_PLAN_TMA ? 16 : access))
-        REJECT("plan: align_bytes %d is not what a %s plan with vec %d needs (%d)", p->align_bytes,
-               tn_plan_kind_name(p->kind), p->vec, p->kind == TN_PLAN_TMA ? 16 : access);
+    if (p->align_bytes < tn_plan_access_align(p, a->max_elem_size))
+        REJECT("plan: align_bytes %d is below what vec %d needs (%d)", p->align_bytes, p->vec,
+               tn_plan_access_align(p, a->max_elem_size));
     if (p->align_bytes > align)
         REJECT("plan: needs %d-byte aligned tensors, they are aligned to %d", p->align_bytes, align);
     return tn_kind_check(p, a, props, err, err_cap);

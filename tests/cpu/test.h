@@ -27,6 +27,10 @@ tn_allocator failing_allocator(failing *state);
 
 /* A context for the built-in h200 target, with no GPU needed. */
 tn_context *test_context(void);
+/* A built-in with every tensor in dt (NULL if it could not be made). */
+tn_fusion *test_builtin(tn_context *ctx, tn_builtin op, tn_dtype dt);
+/* tn_plan_describe into a malloc'ed string. */
+char *test_describe(const tn_plan *plan, tn_describe_what what);
 
 void test_ir(void);
 void test_ref(void);

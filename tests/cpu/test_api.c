@@ -7,20 +7,7 @@
 
 #include "test.h"
 
-static tn_fusion *rmsnorm(tn_context *ctx, tn_dtype dt) {
-    tn_builtin_options o = {dt, dt, dt, 0};
-    tn_fusion *f = NULL;
-    tn_fusion_builtin(ctx, TN_BUILTIN_RMSNORM, &o, &f);
-    return f;
-}
-
-static char *describe(const tn_plan *plan, tn_describe_what what) {
-    size_t n = 0;
-    tn_plan_describe(plan, what, NULL, 0, &n);
-    char *s = malloc(n);
-    tn_plan_describe(plan, what, s, n, NULL);
-    return s;
-}
+static tn_fusion *rmsnorm(tn_context *ctx, tn_dtype dt) { return test_builtin(ctx, TN_BUILTIN_RMSNORM, dt); }
 
 static void test_errors(tn_context *ctx) {
     tn_fusion *f = rmsnorm(ctx, TN_DTYPE_BF16);
@@ -87,10 +74,10 @@ static void test_replay(tn_context *ctx) {
     tn_fusion *f = rmsnorm(ctx, TN_DTYPE_F16);
     tn_plan *a = NULL, *b = NULL, *c = NULL;
     CHECK(tn_plan_create(ctx, f, 1000, 3000, NULL, &a) == TN_STATUS_OK, "plan");
-    char *json = describe(a, TN_DESCRIBE_JSON);
+    char *json = test_describe(a, TN_DESCRIBE_JSON);
     tn_plan_options replay = {0, json, NULL};
     CHECK(tn_plan_create(ctx, f, 1000, 3000, &replay, &b) == TN_STATUS_OK, "replay: %s", tn_context_last_error(ctx));
-    char *src_a = describe(a, TN_DESCRIBE_SOURCE), *src_b = describe(b, TN_DESCRIBE_SOURCE);
+    char *src_a = test_describe(a, TN_DESCRIBE_SOURCE), *src_b = test_describe(b, TN_DESCRIBE_SOURCE);
     CHECK(strcmp(src_a, src_b) == 0, "a replayed plan generates the same source");
     CHECK(tn_plan_create(ctx, f, 1001, 3000, &replay, &c) == TN_STATUS_INVALID_ARGUMENT, "replay at another shape");
     /* A hand-edited plan that cannot run is rejected with the reason. */
@@ -102,7 +89,7 @@ static void test_replay(tn_context *ctx) {
           "bad vec: %s", tn_context_last_error(ctx));
     tn_plan_options misaligned = {4, json, NULL};
     CHECK(tn_plan_create(ctx, f, 1000, 3000, &misaligned, &c) == TN_STATUS_INVALID_ARGUMENT, "replay needs 16-byte alignment");
-    char *text = describe(a, TN_DESCRIBE_TEXT), *res = describe(a, TN_DESCRIBE_RESOURCES);
+    char *text = test_describe(a, TN_DESCRIBE_TEXT), *res = test_describe(a, TN_DESCRIBE_RESOURCES);
     CHECK(strstr(text, "why:") && strstr(text, "plan register"), "text: %s", text);
     CHECK(strstr(res, "registers") && strstr(res, "spill"), "resources: %s", res);
     int64_t bytes = 0;

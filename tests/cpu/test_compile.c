@@ -46,10 +46,7 @@ static void check_ptx(tn_context *ctx) {
     tn_plan_options po = {0, NULL, "tma"};
     tn_fusion_builtin(ctx, TN_BUILTIN_LAYERNORM, &o, &f);
     CHECK(tn_plan_create(ctx, f, 4096, 8192, &po, &plan) == TN_STATUS_OK, "tma plan: %s", tn_context_last_error(ctx));
-    size_t n = 0;
-    tn_plan_describe(plan, TN_DESCRIBE_SOURCE, NULL, 0, &n);
-    char *src = malloc(n);
-    tn_plan_describe(plan, TN_DESCRIBE_SOURCE, src, n, NULL);
+    char *src = test_describe(plan, TN_DESCRIBE_SOURCE);
     nvrtcProgram prog;
     const char *opts[] = {"--gpu-architecture=compute_90a", "--std=c++17"};
     nvrtcCreateProgram(&prog, src, "tma.cu", 0, NULL, NULL);

@@ -22,6 +22,22 @@ static void fail_free(void *u, void *p) {
 
 tn_allocator failing_allocator(failing *state) { return (tn_allocator){fail_alloc, fail_free, state}; }
 
+tn_fusion *test_builtin(tn_context *ctx, tn_builtin op, tn_dtype dt) {
+    tn_builtin_options o = {dt, dt, dt, 0};
+    tn_fusion *f = NULL;
+    tn_fusion_builtin(ctx, op, &o, &f);
+    return f;
+}
+
+char *test_describe(const tn_plan *plan, tn_describe_what what) {
+    size_t n = 0;
+    tn_plan_describe(plan, what, NULL, 0, &n);
+    char *s = malloc(n ? n : 1);
+    s[0] = '\0';
+    tn_plan_describe(plan, what, s, n, NULL);
+    return s;
+}
+
 typedef struct suite {
     const char *name;
     void (*run)(void);

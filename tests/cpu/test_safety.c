@@ -16,21 +16,6 @@
 #include "sched/plan.h"
 #include "test.h"
 
-static tn_fusion *builtin(tn_context *ctx, tn_builtin op, tn_dtype dt) {
-    tn_builtin_options o = {dt, dt, dt, 0};
-    tn_fusion *f = NULL;
-    tn_fusion_builtin(ctx, op, &o, &f);
-    return f;
-}
-
-static char *describe(const tn_plan *plan, tn_describe_what what) {
-    size_t n = 0;
-    tn_plan_describe(plan, what, NULL, 0, &n);
-    char *s = malloc(n);
-    tn_plan_describe(plan, what, s, n, NULL);
-    return s;
-}
-
 static double now_ms(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -40,7 +25,7 @@ static double now_ms(void) {
 /* Item 3 and 12: every field of a replayed plan is range-checked before any
    arithmetic; the JSON reader takes integers exactly or not at all. */
 static void test_replay_ranges(tn_context *ctx) {
-    tn_fusion *f = builtin(ctx, TN_BUILTIN_RMSNORM, TN_DTYPE_BF16);
+    tn_fusion *f = test_builtin(ctx, TN_BUILTIN_RMSNORM, TN_DTYPE_BF16);
     tn_plan *plan = NULL;
     static const char *const bad[][2] = {
         /* threads_per_row * rows_per_cta wraps to 256 in 32 bits */
@@ -93,13 +78,13 @@ static void test_replay_ranges(tn_context *ctx) {
 
 /* Item 12: a plan made for tensors aligned to 1 or 2 bytes replays with that alignment. */
 static void test_replay_low_alignment(tn_context *ctx) {
-    tn_fusion *f = builtin(ctx, TN_BUILTIN_SOFTMAX, TN_DTYPE_BF16);
+    tn_fusion *f = test_builtin(ctx, TN_BUILTIN_SOFTMAX, TN_DTYPE_BF16);
     for (int align = 1; align <= 16; align *= 2) {
         tn_plan_options po = {align, NULL, NULL};
         tn_plan *a = NULL, *b = NULL;
         CHECK(tn_plan_create(ctx, f, 64, 4096, &po, &a) == TN_STATUS_OK, "align %d: %s", align, tn_context_last_error(ctx));
         if (!a) continue;
-        char *json = describe(a, TN_DESCRIBE_JSON);
+        char *json = test_describe(a, TN_DESCRIBE_JSON);
         tn_plan_options re = {align, json, NULL};
         CHECK(tn_plan_create(ctx, f, 64, 4096, &re, &b) == TN_STATUS_OK, "replay at align %d: %s", align,
               tn_context_last_error(ctx));
@@ -124,7 +109,7 @@ static void test_name_injection(tn_context *ctx) {
     tn_plan *plan = NULL;
     CHECK(tn_plan_create(ctx, f, 16, 256, NULL, &plan) == TN_STATUS_OK, "plan: %s", tn_context_last_error(ctx));
     if (plan) {
-        char *src = describe(plan, TN_DESCRIBE_SOURCE);
+        char *src = test_describe(plan, TN_DESCRIBE_SOURCE);
         CHECK(!strstr(src, "#define rsqrtf") && !strstr(src, "#define expf") && !strstr(src, "#define tn_kernel"),
               "a name reached the source as code");
         CHECK(strstr(src, "fusion evil__define_rsqrtf_v__1.0f__") != NULL, "the name is not shown sanitized");
@@ -181,14 +166,14 @@ static void test_io_limits(tn_context *ctx) {
 
 /* Item 6: N up to 2^31 - 1 indexes in 64 bits where 32 could wrap, and compiles. */
 static void test_huge_n(tn_context *ctx) {
-    tn_fusion *f = builtin(ctx, TN_BUILTIN_RMSNORM, TN_DTYPE_BF16);
+    tn_fusion *f = test_builtin(ctx, TN_BUILTIN_RMSNORM, TN_DTYPE_BF16);
     static const int64_t cols[] = {2147483647LL, 2147483645LL, 1LL << 30};
     for (int i = 0; i < 3; i++) {
         tn_plan *plan = NULL;
         CHECK(tn_plan_create(ctx, f, 3, cols[i], NULL, &plan) == TN_STATUS_OK, "N = %lld: %s", (long long)cols[i],
               tn_context_last_error(ctx));
         if (!plan) continue;
-        char *src = describe(plan, TN_DESCRIBE_SOURCE);
+        char *src = test_describe(plan, TN_DESCRIBE_SOURCE);
         int wide = strstr(src, "for (long long vi = tr; vi < NV; vi += T)") != NULL;
         CHECK(wide == (i < 2), "N = %lld: loop index is %s", (long long)cols[i], wide ? "64-bit" : "32-bit");
         CHECK(!strstr(src, "for (int vi = tr; vi < NV; vi += T)") || i == 2, "a 32-bit loop at N = %lld",
@@ -204,7 +189,7 @@ static void test_huge_n(tn_context *ctx) {
 
 /* Item 7: shapes whose byte counts do not fit are refused, at creation and launch. */
 static void test_huge_shapes(tn_context *ctx) {
-    tn_fusion *f = builtin(ctx, TN_BUILTIN_RMSNORM, TN_DTYPE_BF16);
+    tn_fusion *f = test_builtin(ctx, TN_BUILTIN_RMSNORM, TN_DTYPE_BF16);
     tn_plan *plan = NULL;
     CHECK(tn_plan_create(ctx, f, 9223372036854775807LL, 4096, NULL, &plan) == TN_STATUS_UNSUPPORTED &&
               strstr(tn_context_last_error(ctx), "2^48"), "M = 2^63 - 1: %s", tn_context_last_error(ctx));
@@ -216,7 +201,7 @@ static void test_huge_shapes(tn_context *ctx) {
         int64_t bytes = 0;
         tn_plan_bytes(plan, &bytes);
         CHECK(bytes > 0, "bytes at the floor %lld", (long long)bytes);
-        char *text = describe(plan, TN_DESCRIBE_TEXT);
+        char *text = test_describe(plan, TN_DESCRIBE_TEXT);
         CHECK(!strstr(text, "floor: -"), "negative bytes: %s", text);
         free(text);
         /* A row stride that takes the last row past the address space is refused before any GPU is needed. */
@@ -238,11 +223,11 @@ static void test_destroy_order(void) {
     tn_context_options o = {0, &al, "h200", 1};
     tn_context *ctx = NULL;
     CHECK(tn_context_create(&o, &ctx) == TN_STATUS_OK, "context");
-    tn_fusion *f = builtin(ctx, TN_BUILTIN_LAYERNORM, TN_DTYPE_F16);
+    tn_fusion *f = test_builtin(ctx, TN_BUILTIN_LAYERNORM, TN_DTYPE_F16);
     tn_plan *plan = NULL;
     CHECK(tn_plan_create(ctx, f, 8, 512, NULL, &plan) == TN_STATUS_OK, "plan");
     tn_context_destroy(ctx);
-    char *text = describe(plan, TN_DESCRIBE_RESOURCES);
+    char *text = test_describe(plan, TN_DESCRIBE_RESOURCES);
     CHECK(strstr(text, "registers") != NULL, "describe after the context: %s", text);
     free(text);
     tn_fusion *g = NULL;
@@ -278,8 +263,8 @@ static void *compile_thread(void *arg) {
 
 static void test_compile_outside_lock(void) {
     tn_context *ctx = test_context();
-    tn_fusion *ln = builtin(ctx, TN_BUILTIN_LAYERNORM, TN_DTYPE_F32);
-    tn_fusion *rms = builtin(ctx, TN_BUILTIN_RMSNORM, TN_DTYPE_BF16);
+    tn_fusion *ln = test_builtin(ctx, TN_BUILTIN_LAYERNORM, TN_DTYPE_F32);
+    tn_fusion *rms = test_builtin(ctx, TN_BUILTIN_RMSNORM, TN_DTYPE_BF16);
     compile_job warm = {ctx, rms, 64, 1024, NULL, 0, 0, 0};
     compile_thread(&warm); /* now cached */
     int misses0 = ctx->cache.misses;
@@ -318,7 +303,7 @@ static void test_compile_outside_lock(void) {
 /* Item 12: kernels no plan uses are evicted beyond a bound; used ones never. */
 static void test_cache_eviction(void) {
     tn_context *ctx = test_context();
-    tn_fusion *f = builtin(ctx, TN_BUILTIN_SOFTMAX, TN_DTYPE_F32);
+    tn_fusion *f = test_builtin(ctx, TN_BUILTIN_SOFTMAX, TN_DTYPE_F32);
     tn_plan *held = NULL;
     tn_plan_options looped = {0, NULL, "looped"};
     CHECK(tn_plan_create(ctx, f, 8, 100, &looped, &held) == TN_STATUS_OK, "held plan");
@@ -330,7 +315,7 @@ static void test_cache_eviction(void) {
     }
     CHECK(ctx->cache.count == TN_CACHE_IDLE_MAX + 1 && ctx->cache.evictions == extra - TN_CACHE_IDLE_MAX,
           "cache holds %d kernels after %d evictions", ctx->cache.count, ctx->cache.evictions);
-    char *src = describe(held, TN_DESCRIBE_RESOURCES);
+    char *src = test_describe(held, TN_DESCRIBE_RESOURCES);
     CHECK(strstr(src, "registers") != NULL, "the held plan's kernel was kept");
     free(src);
     tn_plan_destroy(held);
@@ -385,7 +370,7 @@ typedef struct error_job {
 
 static void *error_thread(void *arg) {
     error_job *j = arg;
-    tn_fusion *f = builtin(j->ctx, TN_BUILTIN_SOFTMAX, TN_DTYPE_BF16);
+    tn_fusion *f = test_builtin(j->ctx, TN_BUILTIN_SOFTMAX, TN_DTYPE_BF16);
     tn_plan *plan = NULL;
     char want[64];
     snprintf(want, sizeof want, "M = %lld)", (long long)j->rows);
@@ -415,7 +400,7 @@ static void test_thread_errors(tn_context *ctx) {
     pthread_barrier_destroy(&bar);
     /* Another context's error is not this one's. */
     tn_context *other = test_context();
-    tn_fusion *f = builtin(other, TN_BUILTIN_SOFTMAX, TN_DTYPE_BF16);
+    tn_fusion *f = test_builtin(other, TN_BUILTIN_SOFTMAX, TN_DTYPE_BF16);
     tn_plan *plan = NULL;
     tn_plan_create(other, f, 0, 16, NULL, &plan);
     CHECK(strstr(tn_context_last_error(other), "M = 0") && !strstr(tn_context_last_error(ctx), "M = 0"),

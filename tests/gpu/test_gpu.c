@@ -45,11 +45,7 @@ static void run_case(tn_context *ctx, const gpu_case *c) {
     tn_status st = tn_fusion_builtin(ctx, c->op, &bo, &f);
     tn_plan_options po = {0, NULL, c->kind};
     if (st == TN_STATUS_OK) st = tn_plan_create(ctx, f, c->rows, c->cols, &po, &plan);
-    if (st == TN_STATUS_OK) {
-        char json[1024];
-        tn_plan_describe(plan, TN_DESCRIBE_JSON, json, sizeof json, NULL);
-        sscanf(json, "{\"kind\": \"%15[a-z]", kind);
-    }
+    if (st == TN_STATUS_OK) tn_gpu_plan_kind(plan, kind, sizeof kind);
     tn_check_result r;
     memset(&r, 0, sizeof r);
     /* A forced kind may refuse a shape it cannot run, saying why (a tma row beyond shared memory). */
@@ -118,8 +114,6 @@ static void check_launch_errors(tn_context *ctx) {
    else 1, and w = 1, so every output is x[c] * rsqrt(mean(x^2) + eps) with the
    mean known exactly; a kernel counts outputs off by more than a bf16 step,
    and the poisoned guards before and after y must be untouched. */
-extern const char tn_device_cuh[];
-
 static const char k_huge_src[] =
     "extern \"C\" __global__ void tn_kernel(tn_u16 *x, tn_u16 *w, tn_u16 *y, long long n, long long rows,\n"
     "                                       int mode, float r, unsigned long long *bad) {\n"
@@ -151,20 +145,9 @@ static void check_huge_n(tn_context *ctx) {
     const tn_cuda_api *cu = ctx->cu;
     tn_status st = tn_fusion_builtin(ctx, TN_BUILTIN_RMSNORM, &bo, &f);
     if (st == TN_STATUS_OK) st = tn_plan_create(ctx, f, rows, n, NULL, &plan);
-    if (st == TN_STATUS_OK) {
-        char json[1024];
-        tn_plan_describe(plan, TN_DESCRIBE_JSON, json, sizeof json, NULL);
-        sscanf(json, "{\"kind\": \"%15[a-z]", kind);
-    }
+    if (st == TN_STATUS_OK) tn_gpu_plan_kind(plan, kind, sizeof kind);
     size_t size = (size_t)(n * rows) * 2;
-    if (st == TN_STATUS_OK) {
-        size_t src_n = strlen(tn_device_cuh) + sizeof k_huge_src + 2;
-        char *src = malloc(src_n);
-        snprintf(src, src_n, "%s\n%s", tn_device_cuh, k_huge_src);
-        int compiled;
-        st = tn_cache_get(ctx, src, &k, &compiled);
-        free(src);
-    }
+    if (st == TN_STATUS_OK) st = tn_gpu_helper_kernel(ctx, k_huge_src, &k);
     if (st == TN_STATUS_OK && (cu->MemAlloc(&x, size) || cu->MemAlloc(&w, (size_t)n * 2) ||
                                cu->MemAlloc(&y, size + 2 * HUGE_GUARD) || cu->MemAlloc(&bad, 8)))
         snprintf(detail, sizeof detail, "could not allocate %.1f GiB", (2.0 * size + n * 2.0) / (1 << 30));
@@ -275,14 +258,7 @@ static void check_pdl_chain(tn_context *ctx, int64_t rows, int64_t cols) {
         tn_plan_options po = {0, NULL, NULL, p ? 1 : -1};
         st = tn_plan_create(ctx, f, rows, cols, &po, &plans[p]);
     }
-    if (st == TN_STATUS_OK) {
-        size_t n = strlen(tn_device_cuh) + sizeof k_huge_src + 2;
-        char *src = malloc(n);
-        snprintf(src, n, "%s\n%s", tn_device_cuh, k_huge_src);
-        int compiled;
-        st = tn_cache_get(ctx, src, &k, &compiled);
-        free(src);
-    }
+    if (st == TN_STATUS_OK) st = tn_gpu_helper_kernel(ctx, k_huge_src, &k);
     for (int p = 0; p < 2; p++)
         for (int q = 0; q < 2; q++) cu->MemAlloc(&buf[p][q], bytes);
     cu->MemAlloc(&w, (size_t)cols * 2);
