@@ -15,7 +15,7 @@
 #include "gpu_check.h"
 #include "sched/heuristics.h"
 
-#define MAX_CANDIDATES 128
+#define MAX_CANDIDATES 256
 #define COMPILE_THREADS 16
 
 typedef struct candidate {

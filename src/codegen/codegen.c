@@ -54,15 +54,20 @@ typedef struct gen gen;
 typedef struct storage_code {
     const char *name;
     void (*setup)(gen *g);
-    void (*loop_open)(gen *g, int output_phase); /* defines vi; closed by two braces */
+    void (*loop_open)(gen *g, int output_phase); /* defines vi */
+    void (*loop_close)(gen *g);
     void (*fetch)(gen *g, int node, const char *indent);
 } storage_code;
 
 /* The kernel's frame around the row program. */
 typedef struct skeleton_code {
     const char *name;
-    void (*open)(gen *g);  /* up to the row group's `row` and `live` */
+    void (*open)(gen *g);  /* up to the row group's `tr`, `rr`, `row` and `live` */
     void (*close)(gen *g); /* after the row group's outputs */
+    /* The reduction across a row's threads: the scratch it needs (T > 32) and
+       the expression that reduces acc<k> of every thread of a row. */
+    void (*scratch)(gen *g);
+    void (*reduce)(gen *g, int node);
 } skeleton_code;
 
 struct gen {
@@ -74,6 +79,7 @@ struct gen {
     const skeleton_code *skeleton;
     int nred;                  /* reductions, each with a slot in tn_red */
     int slot_of[TN_MAX_NODES]; /* reduction node -> its shared-memory slot */
+    int first_phase, last_phase; /* the phase being emitted is the first / last to read the row */
 };
 
 static int is_elementwise(tn_shape_class s) { return s == TN_SHAPE_ROW || s == TN_SHAPE_COL; }
@@ -202,16 +208,17 @@ static void emit_phase(gen *g, int level) {
         if (!a->used[i] || n->kind != TN_OP_REDUCE || a->level[i] != level) continue;
         tn_strbuf_printf(g->sb, "        float acc%d = %s;\n", i, k_reduce_identity[n->op]);
     }
+    g->first_phase = level == 1 || (out_phase && a->num_levels == 0);
+    g->last_phase = out_phase || (level == a->num_levels && !a->num_row_outputs);
     g->storage->loop_open(g, out_phase);
     emit_element_loop_body(g, need, level, "                ");
-    tn_strbuf_append(g->sb, "            }\n        }\n");
+    g->storage->loop_close(g);
     if (out_phase) return;
     for (int i = 0; i < f->num_nodes; i++)
         if (g->slot_of[i] >= 0 && a->level[i] == level) {
-            char slot[32] = "nullptr";
-            if (g->p->threads_per_row > 32) snprintf(slot, sizeof slot, "tn_red[%d][rr]", g->slot_of[i]);
-            tn_strbuf_printf(g->sb, "        const float s%d = tn_row_reduce<T, %d>(acc%d, %s);\n", i,
-                             f->nodes[i].op, i, slot);
+            tn_strbuf_printf(g->sb, "        const float s%d = ", i);
+            g->skeleton->reduce(g, i);
+            tn_strbuf_append(g->sb, ";\n");
             if (divides_elements(g, i)) tn_strbuf_printf(g->sb, "        const float rcp%d = 1.0f / s%d;\n", i, i);
         }
 }
@@ -241,7 +248,15 @@ static void source_safe_name(const char *name, char *out, size_t cap) {
 static void emit_signature(gen *g) {
     tn_abi abi;
     tn_abi_of(g->f, &abi);
-    tn_strbuf_printf(g->sb, "extern \"C\" __global__ void __launch_bounds__(%d) " TN_KERNEL_NAME "(", g->p->block_threads);
+    /* A persistent warp-specialized CTA runs alone on its SM. With one consumer
+       group ptxas must be told so (else it aims at several CTAs per SM and
+       spills at 32 registers); with register sharing, saying so makes it
+       allocate the launch share to the whole kernel and spill (NVRTC 13.0). */
+    if (g->p->kind == TN_PLAN_TMA_WS && !g->p->consumer_regs)
+        tn_strbuf_printf(g->sb, "extern \"C\" __global__ void __launch_bounds__(%d, 1) " TN_KERNEL_NAME "(",
+                         g->p->block_threads);
+    else
+        tn_strbuf_printf(g->sb, "extern \"C\" __global__ void __launch_bounds__(%d) " TN_KERNEL_NAME "(", g->p->block_threads);
     for (int i = 0; i < abi.count; i++) {
         const tn_abi_arg *a = &abi.args[i];
         tn_strbuf_append(g->sb, i ? ",\n    " : "\n    ");
@@ -323,15 +338,75 @@ static void shared_fetch(gen *g, int k, const char *ind) {
                      k);
 }
 
-static const storage_code k_registers = {"registers", registers_setup, registers_loop, registers_fetch};
-static const storage_code k_global = {"global memory", global_setup, strided_loop, global_fetch};
-static const storage_code k_shared = {"shared memory (bulk copies)", shared_setup, strided_loop, shared_fetch};
+/* The close of the two-brace loops above. */
+static void loop_close(gen *g) { tn_strbuf_append(g->sb, "            }\n        }\n"); }
+
+/* shared ring of chunks (tma-ws): a row group spans K slots of this consumer
+   group's ring; each phase walks them in order (the first phase waits for each
+   slot's copies, the last releases each slot once read), and each thread
+   strides over its rows' vectors within a slot. */
+static void ws_pointers(gen *g) {
+    for (int k = 0; k < g->a->num_stage_inputs; k++) {
+        const int i = g->a->stage_inputs[k];
+        const char *st = k_dtype_code[g->f->nodes[i].dtype].storage;
+        tn_strbuf_printf(g->sb,
+                         "            const tn_vec<%s, V> *__restrict__ r%d = reinterpret_cast<const tn_vec<%s, V> *>(\n"
+                         "                tn_stage + tn_src[%d].smem_offset + rr * tn_src[%d].row_bytes);\n",
+                         st, i, st, k, k);
+    }
+}
+static void ws_loop_open(gen *g, int output_phase) {
+    tn_strbuf_printf(g->sb, "%s        for (int ch = 0; ch < K; ch++) {\n"
+                            "            const int slot = (int)((it + ch) %% S);\n",
+                     g->p->chunks > 1 ? "#pragma unroll 1\n" : "");
+    if (g->first_phase)
+        tn_strbuf_append(g->sb, "            tn_mbar_wait(&tn_wfull[slot], (unsigned)(((it + ch) / S) & 1));\n");
+    tn_strbuf_append(g->sb, "            const unsigned char *tn_stage = tn_ring + slot * STAGE_BYTES;\n");
+    ws_pointers(g);
+    tn_strbuf_printf(g->sb, "#pragma unroll %d\n            for (int vl = tr; vl < NV / K; vl += T) {\n"
+                            "            const int vi = ch * (NV / K) + vl;\n"
+                            "            if (%s) {\n",
+                     g->p->batch, output_phase ? "live" : "true");
+}
+static void ws_loop_close(gen *g) {
+    tn_strbuf_append(g->sb, "            }\n            }\n");
+    if (g->last_phase) tn_strbuf_append(g->sb, "            tn_ws_release(&tn_wempty[slot]);\n");
+    tn_strbuf_append(g->sb, "        }\n");
+}
+static void ws_fetch(gen *g, int k, const char *ind) {
+    tn_strbuf_printf(g->sb, "%sconst tn_vec<%s, V> b%d = r%d[vl];\n", ind, k_dtype_code[g->f->nodes[k].dtype].storage, k,
+                     k);
+}
+static void no_setup(gen *g) { (void)g; }
+
+static const storage_code k_registers = {"registers", registers_setup, registers_loop, loop_close, registers_fetch};
+static const storage_code k_global = {"global memory", global_setup, strided_loop, loop_close, global_fetch};
+static const storage_code k_shared = {"shared memory (bulk copies)", shared_setup, strided_loop, loop_close,
+                                      shared_fetch};
+static const storage_code k_shared_chunks = {"shared memory, a ring of chunks (bulk copies)", no_setup, ws_loop_open,
+                                             ws_loop_close, ws_fetch};
 
 /* ---- skeletons ----------------------------------------------------------------- */
 
+/* The CTA's threads split into rows of T: thread tr of row rr of the row group. */
+static void cta_rows(gen *g) {
+    tn_strbuf_append(g->sb, "    const int tr = threadIdx.x % T, rr = threadIdx.x / T;\n    (void)rr;\n");
+}
+
+/* Reductions over the whole CTA (__syncthreads): every thread takes part. */
+static void cta_scratch(gen *g) {
+    if (g->p->threads_per_row > 32 && g->nred)
+        tn_strbuf_printf(g->sb, "    __shared__ float tn_red[%d][R][T / 32];\n", g->nred);
+}
+static void cta_reduce(gen *g, int k) {
+    char slot[32] = "nullptr";
+    if (g->p->threads_per_row > 32) snprintf(slot, sizeof slot, "tn_red[%d][rr]", g->slot_of[k]);
+    tn_strbuf_printf(g->sb, "tn_row_reduce<T, %d>(acc%d, %s)", g->f->nodes[k].op, k, slot);
+}
+
 /* grid-stride: each CTA takes row groups blockIdx.x, + gridDim.x, ... */
 static void grid_stride_open(gen *g) {
-    (void)g;
+    cta_rows(g);
     tn_strbuf_append(g->sb, "    for (long long g = blockIdx.x; g * R < M; g += gridDim.x) {\n"
                             "        const long long row = g * R + rr;\n"
                             "        const bool live = row < M;\n        (void)live;\n");
@@ -342,38 +417,43 @@ static void grid_stride_close(gen *g) {
     tn_strbuf_append(g->sb, "    }\n");
 }
 
+/* The ROW inputs' places in a stage: input k's rows at stage_elem_offset[k] *
+   rows * (elements of a row in a stage) bytes, each `elems` elements long. */
+static void row_sources(gen *g, int rows, int64_t elems) {
+    const tn_fusion *f = g->f;
+    const tn_analysis *a = g->a;
+    tn_strbuf_printf(g->sb, "    constexpr int NIN = %d;\n    const tn_row_src tn_src[NIN] = {\n", a->num_stage_inputs);
+    for (int k = 0; k < a->num_stage_inputs; k++) {
+        const tn_node *n = &f->nodes[a->stage_inputs[k]];
+        const int size = (int)tn_dtype_size(n->dtype);
+        tn_strbuf_printf(g->sb, "        {reinterpret_cast<const unsigned char *>(in%d), in%d_ld * %d, %lldu, %lldu},\n",
+                         n->io_index, n->io_index, size, (long long)elems * size,
+                         (long long)a->stage_elem_offset[k] * rows * elems);
+    }
+    tn_strbuf_printf(g->sb, "    };\n    constexpr unsigned STAGE_BYTES = %lldu;\n"
+                            "    extern __shared__ __align__(128) unsigned char tn_smem[];\n",
+                     (long long)a->buffer_elem_bytes * elems * rows);
+}
+
 /* ring: a persistent CTA keeps S stages of shared memory in flight; thread 0
    fills a stage with bulk copies of a whole row group (tn_stage_issue, in
    tn_bulk.cuh), everyone waits on its mbarrier, and once all have read it the
    stage is refilled with the row group S turns ahead. */
 static void ring_open(gen *g) {
-    const tn_fusion *f = g->f;
-    const tn_analysis *a = g->a;
-    tn_strbuf_printf(g->sb, "    constexpr int S = %d, NIN = %d;\n", g->p->stages, a->num_stage_inputs);
-    tn_strbuf_append(g->sb, "    const tn_row_src tn_src[NIN] = {\n");
-    for (int k = 0; k < a->num_stage_inputs; k++) {
-        const tn_node *n = &f->nodes[a->stage_inputs[k]];
-        const int size = (int)tn_dtype_size(n->dtype);
-        /* Input k's R rows sit at stage_elem_offset[k] * R * N bytes into the stage. */
-        tn_strbuf_printf(g->sb, "        {reinterpret_cast<const unsigned char *>(in%d), in%d_ld * %d, %lldu, %lldu},\n",
-                         n->io_index, n->io_index, size, (long long)g->p->cols * size,
-                         (long long)a->stage_elem_offset[k] * g->p->rows_per_cta * g->p->cols);
-    }
-    tn_strbuf_printf(g->sb,
-                     "    };\n"
-                     "    constexpr unsigned STAGE_BYTES = %lldu;\n"
-                     "    extern __shared__ __align__(128) unsigned char tn_smem[];\n"
+    cta_rows(g);
+    tn_strbuf_printf(g->sb, "    constexpr int S = %d;\n", g->p->stages);
+    row_sources(g, g->p->rows_per_cta, g->p->cols);
+    tn_strbuf_append(g->sb,
                      "    unsigned long long *tn_full = reinterpret_cast<unsigned long long *>(tn_smem + S * STAGE_BYTES);\n"
-                     "    const long long G = M / R + (M %% R != 0);\n"
+                     "    const long long G = M / R + (M % R != 0);\n"
                      "    tn_ring_start<R, S, NIN>(tn_src, tn_smem, STAGE_BYTES, tn_full, G, M);\n"
                      "    long long turn = 0;\n"
                      "    for (long long g = blockIdx.x; g < G; g += gridDim.x, turn++) {\n"
-                     "        const int slot = (int)(turn %% S);\n"
+                     "        const int slot = (int)(turn % S);\n"
                      "        tn_mbar_wait(&tn_full[slot], (unsigned)((turn / S) & 1));\n"
                      "        const unsigned char *tn_stage = tn_smem + slot * STAGE_BYTES;\n"
                      "        const long long row = g * R + rr;\n"
-                     "        const bool live = row < M;\n        (void)live;\n",
-                     (long long)a->buffer_elem_bytes * g->p->cols * g->p->rows_per_cta);
+                     "        const bool live = row < M;\n        (void)live;\n");
 }
 static void ring_close(gen *g) {
     (void)g;
@@ -381,8 +461,63 @@ static void ring_close(gen *g) {
                             "    }\n");
 }
 
-static const skeleton_code k_grid_stride = {"grid-stride", grid_stride_open, grid_stride_close};
-static const skeleton_code k_ring = {"ring of shared-memory stages", ring_open, ring_close};
+/* warp-specialized ring: the producer (a warp, or a warp group that gives its
+   registers to the consumers) fills each consumer warp group's ring of S slots
+   (tn_ws_produce, in tn_bulk.cuh); consumer group wg takes the CTA's row groups
+   wg, wg + C, ... of G rows, K slots each, and reduces within itself. */
+static void ws_open(gen *g) {
+    const tn_plan_desc *p = g->p;
+    tn_strbuf_printf(g->sb, "    constexpr int S = %d, K = %d, C = %d, G = %d, PRODUCER = %d;\n", p->stages, p->chunks,
+                     p->consumer_groups, 128 / p->threads_per_row, tn_plan_producer_threads(p));
+    row_sources(g, 128 / p->threads_per_row, p->cols / p->chunks);
+    tn_strbuf_append(g->sb,
+                     "    unsigned long long *tn_full = reinterpret_cast<unsigned long long *>(tn_smem + C * S * STAGE_BYTES);\n"
+                     "    unsigned long long *tn_empty = tn_full + C * S;\n"
+                     "    const long long NG = M / G + (M % G != 0);  // row groups\n"
+                     "    tn_ws_start<C * S>(tn_full, tn_empty);\n"
+                     "    if (threadIdx.x < PRODUCER) {\n");
+    if (p->producer_regs) tn_strbuf_printf(g->sb, "        tn_regs_dec<%d>();\n", p->producer_regs);
+    tn_strbuf_append(g->sb,
+                     "        const int pw = threadIdx.x / 32;  // producer warp pw fills group pw's ring\n"
+                     "        if (pw < C)\n"
+                     "            tn_ws_produce<G, S, K, NIN>(tn_src, tn_smem + pw * S * STAGE_BYTES, STAGE_BYTES, tn_full + pw * S,\n"
+                     "                                        tn_empty + pw * S, blockIdx.x + pw * (long long)gridDim.x,\n"
+                     "                                        C * (long long)gridDim.x, NG, M);\n"
+                     "    } else {\n");
+    if (p->consumer_regs) tn_strbuf_printf(g->sb, "        tn_regs_inc<%d>();\n", p->consumer_regs);
+    tn_strbuf_append(g->sb,
+                     "        const int wg = (threadIdx.x - PRODUCER) / 128, tr = (threadIdx.x - PRODUCER) % T,\n"
+                     "                  rr = (threadIdx.x - PRODUCER) % 128 / T;\n"
+                     "        const unsigned char *tn_ring = tn_smem + wg * S * STAGE_BYTES;\n"
+                     "        unsigned long long *tn_wfull = tn_full + wg * S, *tn_wempty = tn_empty + wg * S;\n"
+                     "        unsigned it = 0;  // slots this group has taken, mod 2S: the slot and its phase bit\n"
+                     "        int jj = 0;       // row groups taken, mod 2: which tn_red\n"
+                     "        for (long long g = blockIdx.x + wg * (long long)gridDim.x; g < NG;\n"
+                     "             g += C * (long long)gridDim.x, it = (it + K) % (2 * S), jj ^= 1) {\n"
+                     "        (void)jj;\n"
+                     "        const long long row = g * G + rr;\n"
+                     "        const bool live = row < M;\n        (void)live;\n");
+}
+static void ws_close(gen *g) {
+    (void)g;
+    tn_strbuf_append(g->sb, "        }\n    }\n");
+}
+/* Two row groups deep: the next row group's first reduction is the barrier that
+   guards this one's scratch. */
+static void ws_scratch(gen *g) {
+    if (g->p->threads_per_row > 32 && g->nred)
+        tn_strbuf_printf(g->sb, "    __shared__ float tn_red[2][%d][R][T / 32];\n", g->nred);
+}
+static void ws_reduce(gen *g, int k) {
+    char slot[48] = "nullptr";
+    if (g->p->threads_per_row > 32) snprintf(slot, sizeof slot, "tn_red[jj][%d][wg * G + rr]", g->slot_of[k]);
+    tn_strbuf_printf(g->sb, "tn_group_reduce<T, %d>(acc%d, %s, tr, 1 + wg)", g->f->nodes[k].op, k, slot);
+}
+
+static const skeleton_code k_grid_stride = {"grid-stride", grid_stride_open, grid_stride_close, cta_scratch, cta_reduce};
+static const skeleton_code k_ring = {"ring of shared-memory stages", ring_open, ring_close, cta_scratch, cta_reduce};
+static const skeleton_code k_ws_ring = {"warp-specialized ring (producer warp, consumer warp groups)", ws_open, ws_close,
+                                        ws_scratch, ws_reduce};
 
 /* ---- the kinds ------------------------------------------------------------------- */
 
@@ -395,10 +530,11 @@ static const kind_code k_kinds[TN_PLAN_KIND_COUNT] = {
     [TN_PLAN_REGISTER] = {&k_registers, &k_grid_stride},
     [TN_PLAN_LOOPED] = {&k_global, &k_grid_stride},
     [TN_PLAN_TMA] = {&k_shared, &k_ring},
+    [TN_PLAN_TMA_WS] = {&k_shared_chunks, &k_ws_ring},
 };
 
 void tn_codegen(const tn_fusion *f, const tn_analysis *a, const tn_plan_desc *p, tn_strbuf *sb) {
-    gen g = {f, a, p, sb, k_kinds[p->kind].storage, k_kinds[p->kind].skeleton, 0, {0}};
+    gen g = {f, a, p, sb, k_kinds[p->kind].storage, k_kinds[p->kind].skeleton, 0, {0}, 0, 0};
     for (int i = 0; i < f->num_nodes; i++) {
         const tn_node *n = &f->nodes[i];
         g.slot_of[i] = a->used[i] && n->kind == TN_OP_REDUCE ? g.nred++ : -1;
@@ -408,16 +544,15 @@ void tn_codegen(const tn_fusion *f, const tn_analysis *a, const tn_plan_desc *p,
     tn_strbuf_printf(sb, "// generated by tmanorm %d.%d: fusion %s, plan %s\n", TN_VERSION_MAJOR, TN_VERSION_MINOR,
                      safe_name, tn_plan_kind_name(p->kind));
     tn_strbuf_append(sb, tn_device_cuh);
-    if (g.skeleton == &k_ring) tn_strbuf_append(sb, tn_bulk_cuh);
+    if (p->stages) tn_strbuf_append(sb, tn_bulk_cuh);
     tn_strbuf_printf(sb, "\n// row storage: %s; skeleton: %s\n", g.storage->name, g.skeleton->name);
     emit_signature(&g);
     tn_strbuf_printf(sb, "    constexpr int N = %lld, V = %d, NV = N / V, T = %d, R = %d;\n", (long long)p->cols,
                      p->vec, p->threads_per_row, p->rows_per_cta);
     if (p->kind == TN_PLAN_REGISTER)
         tn_strbuf_printf(sb, "    constexpr int P = %d;  // vectors each thread keeps per row\n", p->batch);
-    tn_strbuf_append(sb, "    (void)R;\n    const int tr = threadIdx.x % T, rr = threadIdx.x / T;\n    (void)rr;\n");
-    if (p->threads_per_row > 32 && g.nred)
-        tn_strbuf_printf(sb, "    __shared__ float tn_red[%d][R][T / 32];\n", g.nred);
+    tn_strbuf_append(sb, "    (void)R;\n");
+    g.skeleton->scratch(&g);
     for (int i = 0; i < f->num_nodes; i++)
         if (a->used[i] && f->nodes[i].shape == TN_SHAPE_SCALAR) emit_value(&g, "    ", i);
     if (p->pdl) tn_strbuf_append(sb, "    tn_pdl_wait();  // the previous kernel's writes are visible from here on\n");

@@ -102,8 +102,17 @@ static int schedule_register(const tn_schedule_request *r, tn_plan_desc *p, int 
            TN_REG_NEED((int)ceil_div(nv, t) * words), t, regs_cap(d, t));
 }
 
+/* The kinds without a producer warp leave its fields at rest. */
+static int check_no_ws_fields(const tn_plan_desc *p, char *err, size_t cap) {
+    if (p->consumer_groups || p->chunks != 1 || p->producer_regs || p->consumer_regs)
+        REJECT("plan: a %s plan has no consumer groups, chunks or register sharing (consumer_groups 0, chunks 1, "
+               "producer_regs and consumer_regs 0)", tn_plan_kind_name(p->kind));
+    return 1;
+}
+
 /* Register and looped plans need exactly their vector accesses' alignment. */
 static int check_vector_align(const tn_plan_desc *p, const tn_analysis *a, char *err, size_t cap) {
+    if (!check_no_ws_fields(p, err, cap)) return 0;
     if (p->align_bytes != tn_plan_access_align(p, a->max_elem_size))
         REJECT("plan: align_bytes %d is not what vec %d needs (%d)", p->align_bytes, p->vec,
                tn_plan_access_align(p, a->max_elem_size));
@@ -257,6 +266,7 @@ static int schedule_tma(const tn_schedule_request *r, tn_plan_desc *p, int force
 }
 
 static int check_tma(const tn_plan_desc *p, const tn_analysis *a, const tn_device_props *d, char *err, size_t cap) {
+    if (!check_no_ws_fields(p, err, cap)) return 0;
     if (!tma_possible(a, p->cols, p->align_bytes, d, err, cap)) return 0;
     if (p->align_bytes != 16) REJECT("plan: a tma plan needs align_bytes 16, not %d", p->align_bytes);
     if (p->stages < 1) REJECT("plan: a tma plan needs at least one stage");
@@ -287,6 +297,199 @@ static int candidates_tma(const tn_schedule_request *r, const tn_plan_desc *base
     return n;
 }
 
+/* ---- tma-ws: a producer warp keeps each consumer warp group's ring full -------------- */
+
+/* Rows of one consumer group's stage: its 128 threads, threads_per_row each. */
+static int ws_rows_per_group(const tn_plan_desc *p) { return 128 / p->threads_per_row; }
+
+int64_t tn_ws_stage_bytes(const tn_analysis *a, const tn_plan_desc *p) {
+    return (int64_t)ws_rows_per_group(p) * (p->cols / p->chunks) * a->buffer_elem_bytes;
+}
+
+int64_t tn_ws_dynamic_smem(const tn_analysis *a, const tn_plan_desc *p) {
+    /* Each group's slots, then a full and an empty mbarrier per slot. */
+    return (int64_t)p->consumer_groups * p->stages * (tn_ws_stage_bytes(a, p) + 16);
+}
+
+int64_t tn_ws_static_smem(const tn_analysis *a, const tn_plan_desc *p) {
+    /* Reduction scratch, two row groups deep so no barrier guards its reuse. */
+    return p->threads_per_row > 32
+               ? 2 * (int64_t)a->num_reductions * p->rows_per_cta * (p->threads_per_row / 32) * 4
+               : 0;
+}
+
+int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups, int *producer, int *consumer,
+                         char *err, size_t cap) {
+    if (consumer_groups < 2 || consumer_groups > 7 || block_threads != 128 * (consumer_groups + 1))
+        REJECT("register sharing needs 2 to 7 consumer warp groups and a producer warp group (%d groups, %d "
+               "threads)", consumer_groups, block_threads);
+    if (regs_per_sm < 128 * 8 * (consumer_groups + 1))
+        REJECT("a register file of %d cannot give %d warp groups 8 registers a thread", regs_per_sm,
+               consumer_groups + 1);
+    /* What each thread has at launch (__launch_bounds__(block, 1)): the file over the block, 8-register granules. */
+    int launch = (regs_per_sm / block_threads) & ~7;
+    launch = launch > 255 ? 255 : launch;
+    /* One thread of every warp group together may hold regs_per_sm / 128. */
+    const int lane_budget = regs_per_sm / 128;
+    *producer = TN_WS_PRODUCER_REGS;
+    *consumer = ((lane_budget - *producer) / consumer_groups) & ~7;
+    if (*consumer > 256) *consumer = 256;
+    if (*producer > launch || *consumer < launch)
+        REJECT("register sharing would not help: %d registers a thread at launch, producer %d, consumers %d",
+               launch, *producer, *consumer);
+    if (128 * (*producer + consumer_groups * *consumer) > regs_per_sm)
+        REJECT("internal: split %d + %d x %d exceeds the register file", *producer, consumer_groups, *consumer);
+    return 1;
+}
+
+/* 1 if the row splits into `chunks` slots of whole vectors, each a multiple of 16 bytes of every input. */
+static int ws_chunks_fit(const tn_analysis *a, int64_t cols, int vec, int chunks) {
+    if ((cols / vec) % chunks) return 0;
+    const int64_t ce = cols / chunks;
+    for (int k = 0; k < a->num_stage_inputs; k++) {
+        const int next = k + 1 < a->num_stage_inputs ? a->stage_elem_offset[k + 1] : a->buffer_elem_bytes;
+        if ((ce * (next - a->stage_elem_offset[k])) % 16) return 0;
+    }
+    return 1;
+}
+
+/* Fills the tma-ws fields; 0 if they do not fit the device. stages 0: as many as fit. */
+static int ws_shape(const tn_schedule_request *r, tn_plan_desc *p, int t, int groups, int chunks, int stages) {
+    const tn_device_props *d = r->props;
+    if (t < 1 || t > 128 || 128 % t || groups < 1 || groups > TN_WS_MAX_GROUPS ||
+        !ws_chunks_fit(r->analysis, p->cols, p->vec, chunks))
+        return 0;
+    p->kind = TN_PLAN_TMA_WS;
+    p->threads_per_row = t;
+    p->consumer_groups = groups;
+    p->rows_per_cta = groups * ws_rows_per_group(p);
+    p->block_threads = 128 * groups + tn_plan_producer_threads(p);
+    p->chunks = chunks;
+    if (p->block_threads > d->max_threads_per_block) return 0;
+    p->producer_regs = p->consumer_regs = 0;
+    if (groups > 1) {
+        char err[160];
+        if (!tn_ws_register_split(d->regs_per_sm, p->block_threads, groups, &p->producer_regs, &p->consumer_regs, err,
+                                  sizeof err))
+            return 0;
+    }
+    const int64_t per_stage = groups * (tn_ws_stage_bytes(r->analysis, p) + 16);
+    const int64_t room = d->smem_per_block_optin - tn_ws_static_smem(r->analysis, p);
+    if (stages == 0) stages = (int)min_i64(room / per_stage, TN_MAX_STAGES);
+    if (stages < chunks || stages > TN_MAX_STAGES) return 0; /* a whole row group stays while its phases read it */
+    p->stages = stages;
+    if (tn_ws_dynamic_smem(r->analysis, p) > room) return 0;
+    p->smem_bytes = (int)tn_ws_dynamic_smem(r->analysis, p);
+    p->batch = (int)min_i64(ceil_div(p->cols / p->vec / chunks, t), 4);
+    /* Persistent: one CTA per SM (or more where shared memory allows). */
+    int64_t per_sm = min_i64(d->smem_per_sm / (p->smem_bytes + tn_ws_static_smem(r->analysis, p) + 1024),
+                             d->max_threads_per_sm / p->block_threads);
+    per_sm = per_sm < 1 ? 1 : per_sm;
+    const int64_t row_groups = ceil_div(r->rows, ws_rows_per_group(p));
+    p->grid = min_i64(row_groups, per_sm * d->sm_count);
+    return 1;
+}
+
+/* Threads per row: about 4 vectors each per slot, from 8 (16 rows a group) to the whole group. */
+static int ws_threads_per_row(int64_t vectors) {
+    int t = 8;
+    while (t < 128 && ceil_div(vectors, t) > 4) t *= 2;
+    return t;
+}
+
+static int schedule_tma_ws(const tn_schedule_request *r, tn_plan_desc *p, int forced, char *err, size_t cap) {
+    const tn_analysis *a = r->analysis;
+    const tn_device_props *d = r->props;
+    if (!tma_possible(a, r->cols, r->align, d, err, cap)) return 0;
+    p->align_bytes = 16;
+    const int64_t nv = r->cols / p->vec;
+    const int t = ws_threads_per_row(nv);
+    const int64_t group_rows = 128 / t, row_bytes = r->cols * a->buffer_elem_bytes;
+    const int64_t row_groups = ceil_div(r->rows, group_rows);
+    if (!forced && row_groups < (int64_t)TN_WS_MIN_GROUPS_PER_SM * d->sm_count)
+        REJECT("%lld row groups of %lld rows are under %d per SM: too few to pipeline", (long long)row_groups,
+               (long long)group_rows, TN_WS_MIN_GROUPS_PER_SM);
+    /* Two consumer groups (register sharing) where each can double-buffer whole
+       row groups; else one group whose ring streams the row in chunks, with as
+       many chunks ahead as fit. */
+    for (int groups = 2; groups >= 1; groups--)
+        for (int chunks = 1; chunks <= 32; chunks *= 2)
+            if (ws_shape(r, p, t, groups, chunks, 0) && p->stages >= 2 * chunks) goto found;
+    {
+        int best = 0;
+        double best_ahead = 0;
+        for (int chunks = 2; chunks <= 32; chunks *= 2)
+            if (ws_shape(r, p, t, 1, chunks, 0) && p->stages > chunks &&
+                (double)(p->stages - chunks) / chunks > best_ahead + 1e-9)
+                best = chunks, best_ahead = (double)(p->stages - chunks) / chunks;
+        if (!best || !ws_shape(r, p, t, 1, best, 0))
+            REJECT("a row group of %lld bytes leaves no room in %d bytes of shared memory to stream ahead",
+                   (long long)(group_rows * row_bytes), d->smem_per_block_optin);
+    }
+found:
+    why(p, "tma-ws: a producer warp%s keeps %d slots of %lld bytes full with bulk copies for each of %d consumer warp "
+        "group%s; a group takes %d row%s of %d threads each%s", p->consumer_groups > 1 ? " group" : "", p->stages,
+        (long long)tn_ws_stage_bytes(a, p), p->consumer_groups, p->consumer_groups > 1 ? "s" : "",
+        ws_rows_per_group(p), ws_rows_per_group(p) > 1 ? "s" : "", p->threads_per_row,
+        p->chunks > 1 ? ", streamed through its slots in chunks" : "");
+    if (p->consumer_groups > 1)
+        why(p, "setmaxnreg: producer %d, consumers %d registers a thread", p->producer_regs, p->consumer_regs);
+    return 1;
+}
+
+static int check_tma_ws(const tn_plan_desc *p, const tn_analysis *a, const tn_device_props *d, char *err, size_t cap) {
+    if (!tma_possible(a, p->cols, p->align_bytes, d, err, cap)) return 0;
+    if (p->align_bytes != 16) REJECT("plan: a tma-ws plan needs align_bytes 16, not %d", p->align_bytes);
+    if (p->threads_per_row > 128 || p->consumer_groups < 1 || p->consumer_groups > TN_WS_MAX_GROUPS)
+        REJECT("plan: a tma-ws plan has 1 to %d consumer groups (one producer warp each) and at most 128 threads per "
+               "row", TN_WS_MAX_GROUPS);
+    if (p->rows_per_cta != p->consumer_groups * ws_rows_per_group(p))
+        REJECT("plan: rows_per_cta %d must be consumer_groups %d x %d rows a group", p->rows_per_cta,
+               p->consumer_groups, ws_rows_per_group(p));
+    if (!ws_chunks_fit(a, p->cols, p->vec, p->chunks))
+        REJECT("plan: %d chunks do not split a row into whole vectors of 16-byte multiples", p->chunks);
+    if (p->stages < p->chunks)
+        REJECT("plan: %d stages cannot hold a row group of %d chunks", p->stages, p->chunks);
+    int pr = 0, cr = 0;
+    if (p->consumer_groups > 1 && !tn_ws_register_split(d->regs_per_sm, p->block_threads, p->consumer_groups, &pr, &cr,
+                                                        err, cap))
+        return 0;
+    if (p->producer_regs != pr || p->consumer_regs != cr)
+        REJECT("plan: producer_regs %d and consumer_regs %d are not the split of the register file (%d and %d)",
+               p->producer_regs, p->consumer_regs, pr, cr);
+    if (p->smem_bytes != tn_ws_dynamic_smem(a, p))
+        REJECT("plan: smem_bytes %d is not what %d groups x %d stages need (%lld)", p->smem_bytes, p->consumer_groups,
+               p->stages, (long long)tn_ws_dynamic_smem(a, p));
+    if (p->smem_bytes + tn_ws_static_smem(a, p) > d->smem_per_block_optin)
+        REJECT("plan: %lld bytes of shared memory, above the device's %d per CTA",
+               (long long)(p->smem_bytes + tn_ws_static_smem(a, p)), d->smem_per_block_optin);
+    return 1;
+}
+
+static int candidates_tma_ws(const tn_schedule_request *r, const tn_plan_desc *base, tn_plan_desc *out, int cap) {
+    char err[256];
+    if (!tma_possible(r->analysis, base->cols, r->align, r->props, err, sizeof err)) return 0;
+    int n = 0;
+    const int64_t nv = base->cols / base->vec;
+    for (int t = 8; t <= 128; t *= 2) {
+        if (ceil_div(nv, t) > 64 || (t > 8 && t / 2 >= nv)) continue;
+        for (int groups = 1; groups <= 2; groups++)
+            for (int chunks = 1; chunks <= 16; chunks *= 2) {
+                /* As many slots as fit, and just two row groups' worth. */
+                const int stage_counts[2] = {0, 2 * chunks};
+                int most = -1;
+                for (int i = 0; i < 2 && n < cap; i++) {
+                    tn_plan_desc p = *base;
+                    p.align_bytes = 16;
+                    if (!ws_shape(r, &p, t, groups, chunks, stage_counts[i]) || p.stages == most) continue;
+                    if (i == 0) most = p.stages;
+                    out[n++] = p;
+                }
+            }
+    }
+    return n;
+}
+
 /* ---- the kind table -------------------------------------------------------------- */
 
 typedef struct kind_row {
@@ -302,6 +505,7 @@ typedef struct kind_row {
 
 /* In preference order: the first kind that takes the shape is chosen. */
 static const kind_row k_kinds[] = {
+    {TN_PLAN_TMA_WS, schedule_tma_ws, check_tma_ws, candidates_tma_ws},
     {TN_PLAN_TMA, schedule_tma, check_tma, candidates_tma},
     {TN_PLAN_REGISTER, schedule_register, check_register, candidates_register},
     {TN_PLAN_LOOPED, schedule_looped, check_looped, candidates_looped},
@@ -323,6 +527,7 @@ int tn_kind_check(const tn_plan_desc *p, const tn_analysis *a, const tn_device_p
 /* The fields every kind shares: shape, target, vector width. */
 static int common_fields(const tn_schedule_request *r, tn_plan_desc *p, char *err, size_t cap) {
     memset(p, 0, sizeof *p);
+    p->chunks = 1;
     p->rows = r->rows;
     p->cols = r->cols;
     p->cc = r->props->cc_major * 10 + r->props->cc_minor;

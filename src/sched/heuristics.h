@@ -25,6 +25,21 @@ int tn_kind_check(const tn_plan_desc *p, const tn_analysis *a, const tn_device_p
 int64_t tn_tma_dynamic_smem(const tn_analysis *a, const tn_plan_desc *p);
 int64_t tn_tma_static_smem(const tn_analysis *a, const tn_plan_desc *p);
 
+/* tma-ws: shared memory per slot and per CTA, and the register split between
+   the producer warp group and C consumer groups (setmaxnreg): the producer
+   keeps TN_WS_PRODUCER_REGS, each consumer thread gets an equal share of the
+   rest in 8-register granules, at most 256; 0 and why where sharing is
+   impossible or would not help. */
+int64_t tn_ws_stage_bytes(const tn_analysis *a, const tn_plan_desc *p);
+int64_t tn_ws_dynamic_smem(const tn_analysis *a, const tn_plan_desc *p);
+int64_t tn_ws_static_smem(const tn_analysis *a, const tn_plan_desc *p);
+int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups, int *producer, int *consumer,
+                         char *err, size_t cap);
+#define TN_WS_PRODUCER_REGS 40
+#define TN_WS_MAX_GROUPS 4 /* one producer warp per consumer group, in one warp group */
+/* The scheduler picks tma-ws only with at least this many row groups per SM to overlap. */
+#define TN_WS_MIN_GROUPS_PER_SM 4
+
 /* Register plan limits, exposed for the tests' invariants. */
 /* Vectors a thread keeps per row before rows widen: 4, and up to 8 once a row
    has 128 threads, so long rows keep up to 8 x 16 bytes in flight per thread

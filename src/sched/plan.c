@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const k_kind_names[TN_PLAN_KIND_COUNT] = {"register", "looped", "tma"};
+static const char *const k_kind_names[TN_PLAN_KIND_COUNT] = {"register", "looped", "tma", "tma-ws"};
 
 const char *tn_plan_kind_name(tn_plan_kind kind) {
     return (unsigned)kind < TN_PLAN_KIND_COUNT ? k_kind_names[kind] : "invalid";
@@ -19,17 +19,21 @@ int tn_plan_kind_from_name(const char *name) {
     return -1;
 }
 
-/* The integer fields, in print order: one table drives text, JSON and parsing. */
+/* The integer fields, in print order: one table drives text, JSON and parsing.
+   A plan's JSON may leave out the optional ones (what a kind does not use). */
 typedef struct field {
     const char *name;
     size_t offset;
     int is64;
+    int optional, fallback; /* fallback: the value of an optional field left out */
 } field;
-#define F32(n) {#n, offsetof(tn_plan_desc, n), 0}
-#define F64(n) {#n, offsetof(tn_plan_desc, n), 1}
-static const field k_fields[] = {F64(rows), F64(cols), F32(vec), F32(threads_per_row),
-                                 F32(rows_per_cta), F32(batch), F32(block_threads), F64(grid),
-                                 F32(cc), F32(align_bytes), F32(stages), F32(smem_bytes), F32(pdl)};
+#define F32(n) {#n, offsetof(tn_plan_desc, n), 0, 0, 0}
+#define F64(n) {#n, offsetof(tn_plan_desc, n), 1, 0, 0}
+#define OPT(n, v) {#n, offsetof(tn_plan_desc, n), 0, 1, v}
+static const field k_fields[] = {F64(rows), F64(cols), F32(vec), F32(threads_per_row), F32(rows_per_cta),
+                                 F32(batch), F32(block_threads), F64(grid), F32(cc), F32(align_bytes),
+                                 OPT(stages, 0), OPT(smem_bytes, 0), OPT(pdl, 0), OPT(consumer_groups, 0),
+                                 OPT(chunks, 1), OPT(producer_regs, 0), OPT(consumer_regs, 0)};
 #define NUM_FIELDS (sizeof k_fields / sizeof k_fields[0])
 
 static int64_t get(const tn_plan_desc *p, const field *f) {
@@ -116,7 +120,7 @@ static const char *parse_string(const char *s, char *out, size_t cap) {
 
 /* A JSON integer (no fraction, no exponent, no leading zeros) into *v; NULL if
    malformed or outside int64. */
-static const char *parse_int(const char *s, int64_t *v) {
+static const char *parse_int_digits(const char *s, int64_t *v) {
     const char *p = s;
     int neg = *p == '-';
     if (neg) p++;
@@ -129,6 +133,53 @@ static const char *parse_int(const char *s, int64_t *v) {
         mag = mag * 10 + d;
     }
     if (*p == '.' || *p == 'e' || *p == 'E') return NULL;
+    *v = neg ? (mag == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)mag) : (int64_t)mag;
+    return p;
+}
+
+/* Any JSON number whose value is an integer: 4096, 4096.0, 4.096e3, exactly
+   (digit by digit, not through a locale-dependent strtod). NULL if malformed,
+   fractional or outside int64. */
+static const char *parse_int(const char *s, int64_t *v) {
+    const char *p = parse_int_digits(s, v);
+    if (p) return p;
+    /* The JSON number grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
+    char digits[48];
+    int nd = 0, point = 0, exp = 0, neg = 0; /* value = 0.digits... shifted: digits * 10^(exp - point) */
+    p = s;
+    if (*p == '-') neg = 1, p++;
+    if (*p < '0' || *p > '9' || (*p == '0' && p[1] >= '0' && p[1] <= '9')) return NULL;
+    for (; *p >= '0' && *p <= '9'; p++)
+        if (nd || *p != '0') {
+            if (nd == (int)sizeof digits) return NULL;
+            digits[nd++] = *p;
+        }
+    if (*p == '.') {
+        if (*++p < '0' || *p > '9') return NULL;
+        for (; *p >= '0' && *p <= '9'; p++) {
+            if (nd == (int)sizeof digits) return NULL;
+            if (nd || *p != '0') digits[nd++] = *p;
+            point++;
+        }
+    }
+    if (*p == 'e' || *p == 'E') {
+        int eneg = *++p == '-';
+        if (*p == '+' || *p == '-') p++;
+        if (*p < '0' || *p > '9') return NULL;
+        for (; *p >= '0' && *p <= '9'; p++)
+            if (exp < 1000) exp = exp * 10 + (*p - '0');
+        if (eneg) exp = -exp;
+    }
+    int shift = exp - point; /* value = digits * 10^shift */
+    for (; shift < 0 && nd > 0; shift++, nd--)
+        if (digits[nd - 1] != '0') return NULL; /* a fraction */
+    uint64_t mag = 0;
+    const uint64_t limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    for (int i = 0; i < nd + (nd ? shift : 0); i++) {
+        unsigned d = i < nd ? (unsigned)(digits[i] - '0') : 0;
+        if (mag > (limit - d) / 10) return NULL;
+        mag = mag * 10 + d;
+    }
     *v = neg ? (mag == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)mag) : (int64_t)mag;
     return p;
 }
@@ -174,7 +225,9 @@ int tn_plan_desc_parse(const char *json, tn_plan_desc *out, char *err, size_t er
             if (seen & (1u << i)) PARSE_FAIL("plan JSON: \"%s\" given twice", key);
             int64_t v;
             s = parse_int(s, &v);
-            if (!s) PARSE_FAIL("plan JSON: \"%s\" needs an integer (no fraction or exponent) within 64 bits", key);
+            if (!s)
+                PARSE_FAIL("plan JSON: \"%s\" needs an integer within 64 bits (4096, or a number such as 4096.0 "
+                           "or 4.096e3 whose value is one)", key);
             if (!k_fields[i].is64 && (v < INT32_MIN || v > INT32_MAX))
                 PARSE_FAIL("plan JSON: \"%s\" is %lld, outside the 32-bit range", key, (long long)v);
             set(&p, &k_fields[i], v);
@@ -186,8 +239,11 @@ int tn_plan_desc_parse(const char *json, tn_plan_desc *out, char *err, size_t er
     }
     if (*skip_ws(s + 1) != '\0') PARSE_FAIL("plan JSON: unexpected text after the object");
     if (!have_kind) PARSE_FAIL("plan JSON: no \"kind\"");
-    for (size_t i = 0; i < NUM_FIELDS; i++)
-        if (!(seen & (1u << i))) PARSE_FAIL("plan JSON: missing \"%s\"", k_fields[i].name);
+    for (size_t i = 0; i < NUM_FIELDS; i++) {
+        if (seen & (1u << i)) continue;
+        if (!k_fields[i].optional) PARSE_FAIL("plan JSON: missing \"%s\"", k_fields[i].name);
+        set(&p, &k_fields[i], k_fields[i].fallback);
+    }
     *out = p;
     return 1;
 }
@@ -214,22 +270,29 @@ int tn_plan_desc_check(const tn_plan_desc *p, const tn_analysis *a, const tn_dev
                (long long)p->cols);
     if (!is_pow2(p->vec) || p->vec > 16 || p->cols % p->vec)
         REJECT("plan: vec %d must be a power of two up to 16 that divides cols %lld", p->vec, (long long)p->cols);
-    if (!is_pow2(p->threads_per_row) || p->threads_per_row > max_block)
-        REJECT("plan: threads_per_row %d must be a power of two up to %d", p->threads_per_row, max_block);
+    if (p->threads_per_row < 1 || p->threads_per_row > max_block ||
+        (p->threads_per_row <= 32 ? !is_pow2(p->threads_per_row) : p->threads_per_row % 32))
+        REJECT("plan: threads_per_row %d must be a power of two up to 32 or a multiple of 32 up to %d",
+               p->threads_per_row, max_block);
     if (p->rows_per_cta < 1 || p->rows_per_cta > max_block)
         REJECT("plan: rows_per_cta %d must be in [1, %d]", p->rows_per_cta, max_block);
     if (p->block_threads < 32 || p->block_threads > max_block || p->block_threads % 32)
         REJECT("plan: block_threads %d must be a multiple of 32 up to %d", p->block_threads, max_block);
-    if ((int64_t)p->threads_per_row * p->rows_per_cta != p->block_threads)
-        REJECT("plan: block_threads %d must be threads_per_row %d * rows_per_cta %d", p->block_threads,
-               p->threads_per_row, p->rows_per_cta);
+    if (p->consumer_groups < 0 || p->consumer_groups > 7)
+        REJECT("plan: consumer_groups %d must be in [0, 7]", p->consumer_groups);
+    if (p->chunks < 1 || p->chunks > 64) REJECT("plan: chunks %d must be in [1, 64]", p->chunks);
+    if (p->producer_regs < 0 || p->producer_regs > 256 || p->consumer_regs < 0 || p->consumer_regs > 256)
+        REJECT("plan: producer_regs %d and consumer_regs %d must be in [0, 256]", p->producer_regs, p->consumer_regs);
+    if ((int64_t)p->threads_per_row * p->rows_per_cta + tn_plan_producer_threads(p) != p->block_threads)
+        REJECT("plan: block_threads %d must be threads_per_row %d * rows_per_cta %d + %d producer threads",
+               p->block_threads, p->threads_per_row, p->rows_per_cta, tn_plan_producer_threads(p));
     if (p->batch < 1 || p->batch > 64) REJECT("plan: batch %d must be in [1, 64]", p->batch);
     if (p->grid < 1 || p->grid > 0x7fffffff) REJECT("plan: grid %lld must be in [1, 2^31 - 1]", (long long)p->grid);
     if (!is_pow2(p->align_bytes) || p->align_bytes > 16)
         REJECT("plan: align_bytes %d must be a power of two up to 16", p->align_bytes);
     if (p->cc != props->cc_major * 10 + props->cc_minor)
         REJECT("plan: made for sm_%d, the device is sm_%d%d", p->cc, props->cc_major, props->cc_minor);
-    if (p->stages < 0 || p->stages > 16) REJECT("plan: stages %d must be in [0, 16]", p->stages);
+    if (p->stages < 0 || p->stages > TN_MAX_STAGES) REJECT("plan: stages %d must be in [0, %d]", p->stages, TN_MAX_STAGES);
     if (p->smem_bytes < 0 || p->smem_bytes > props->smem_per_block_optin)
         REJECT("plan: smem_bytes %d must be in [0, %d]", p->smem_bytes, props->smem_per_block_optin);
     if (p->pdl != 0 && p->pdl != 1) REJECT("plan: pdl %d must be 0 or 1", p->pdl);
@@ -242,6 +305,11 @@ int tn_plan_desc_check(const tn_plan_desc *p, const tn_analysis *a, const tn_dev
     if (p->align_bytes > align)
         REJECT("plan: needs %d-byte aligned tensors, they are aligned to %d", p->align_bytes, align);
     return tn_kind_check(p, a, props, err, err_cap);
+}
+
+int tn_plan_producer_threads(const tn_plan_desc *p) {
+    if (p->kind != TN_PLAN_TMA_WS) return 0;
+    return p->consumer_groups > 1 ? 128 : 32;
 }
 
 int tn_plan_desc_launches(const tn_plan_desc *p, tn_launch_desc *out) {

@@ -13,21 +13,28 @@ typedef enum tn_plan_kind {
     TN_PLAN_REGISTER = 0, /* the row lives in registers: one read, one write */
     TN_PLAN_LOOPED,       /* rows beyond the on-chip budget: one pass over memory per phase */
     TN_PLAN_TMA,          /* rows in shared memory, filled by bulk copies through a ring of stages (sm_90) */
+    TN_PLAN_TMA_WS,       /* tma, warp-specialized: a producer warp fills each consumer warp group's ring (sm_90) */
     TN_PLAN_KIND_COUNT
 } tn_plan_kind;
+
+#define TN_MAX_STAGES 32
 
 typedef struct tn_plan_desc {
     tn_plan_kind kind;
     int64_t rows, cols;
     int vec;             /* elements per vector access (a power of two dividing cols) */
-    int threads_per_row; /* a power of two */
-    int rows_per_cta;
-    int batch;           /* register: vectors each thread keeps per row; looped: loads in flight */
-    int block_threads;   /* threads_per_row * rows_per_cta */
+    int threads_per_row; /* a power of two up to 32, else a multiple of 32 */
+    int rows_per_cta;    /* rows the CTA works on at once (tma-ws: over all its consumer groups) */
+    int batch;           /* register: vectors each thread keeps per row; looped: loads in flight; tma: unroll */
+    int block_threads;   /* threads_per_row * rows_per_cta, plus the producer's threads (tma-ws) */
     int64_t grid;        /* CTAs launched; each loops over row groups */
     int cc;              /* compute capability the plan targets, e.g. 90 */
     int align_bytes;     /* alignment the plan's vector accesses need */
-    int stages;          /* shared-memory slots in the ring (0: no ring) */
+    int stages;          /* shared-memory slots in the ring (0: no ring); tma-ws: per consumer group */
+    int consumer_groups; /* tma-ws: consumer warp groups of 128 threads (0 for the other kinds) */
+    int chunks;          /* tma-ws: slots one row group spans (a row longer than a slot streams through several) */
+    int producer_regs;   /* tma-ws with register sharing: setmaxnreg of the producer group (0: no sharing) */
+    int consumer_regs;   /* ... and of each consumer group */
     int smem_bytes;      /* dynamic shared memory per CTA */
     int pdl;             /* 1: programmatic dependent launch (sm_90+) */
     char why[1024];      /* the scheduler's reasons, one clause per decision */
@@ -59,6 +66,9 @@ int tn_plan_desc_parse(const char *json, tn_plan_desc *out, char *err, size_t er
    align bytes. On failure returns 0 and writes the reason to err. */
 int tn_plan_desc_check(const tn_plan_desc *p, const tn_analysis *a, const tn_device_props *props,
                        int align, char *err, size_t err_cap);
+/* Threads of a tma-ws CTA that only issue copies: a warp, or a warp group
+   when there are several consumer groups (register sharing works per warp group). */
+int tn_plan_producer_threads(const tn_plan_desc *p);
 /* Alignment (bytes, at most 16) the plan's widest access of an element of size
    bytes needs. */
 int tn_plan_access_align(const tn_plan_desc *p, int size);

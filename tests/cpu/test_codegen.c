@@ -18,13 +18,19 @@ typedef struct golden {
 } golden;
 
 static const golden k_goldens[] = {
-    {"rmsnorm_bf16_4096x4096.cu", TN_BUILTIN_RMSNORM, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 4096, 4096, -1},
+    {"rmsnorm_bf16_4096x4096.cu", TN_BUILTIN_RMSNORM, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 4096, 4096,
+     TN_PLAN_REGISTER},
     {"layernorm_f16_stats_3x4097_looped.cu", TN_BUILTIN_LAYERNORM, TN_DTYPE_F16, TN_DTYPE_F32, TN_DTYPE_F16, 1, 3, 4097,
      TN_PLAN_LOOPED},
     {"softmax_f32_8x1000.cu", TN_BUILTIN_SOFTMAX, TN_DTYPE_F32, TN_DTYPE_F32, TN_DTYPE_F32, 0, 8, 1000, -1},
     {"add_rmsnorm_bf16_64x512.cu", TN_BUILTIN_ADD_RMSNORM, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 64, 512, -1},
     {"layernorm_bf16_4096x4096_tma.cu", TN_BUILTIN_LAYERNORM, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 4096, 4096,
      TN_PLAN_TMA},
+    /* tma-ws: two consumer groups sharing the producer's registers; one group streaming long rows in chunks. */
+    {"add_rmsnorm_bf16_16384x1024_tma_ws.cu", TN_BUILTIN_ADD_RMSNORM, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0,
+     16384, 1024, TN_PLAN_TMA_WS},
+    {"layernorm_bf16_stats_4096x65536_tma_ws.cu", TN_BUILTIN_LAYERNORM, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 1,
+     4096, 65536, TN_PLAN_TMA_WS},
 };
 
 static char *generate(tn_context *ctx, const golden *g) {

@@ -38,14 +38,23 @@ static void compile_one(tn_context *ctx, tn_builtin op, tn_dtype dt, int64_t m, 
     tn_fusion_destroy(f);
 }
 
-/* The PTX of a tma plan holds the bulk copy and the mbarrier wait. */
-static void check_ptx(tn_context *ctx) {
+/* The PTX of a tma plan holds the bulk copy and the mbarrier wait; a tma-ws
+   plan with register sharing also its setmaxnreg pair (the values its plan
+   says), and ptxas gives each thread no more at launch than the producer's
+   share leaves. */
+static void check_ptx(tn_context *ctx, const char *kind, int rows, int cols) {
     tn_builtin_options o = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0};
     tn_fusion *f = NULL;
     tn_plan *plan = NULL;
-    tn_plan_options po = {0, NULL, "tma"};
+    tn_plan_options po = {0, NULL, kind};
     tn_fusion_builtin(ctx, TN_BUILTIN_LAYERNORM, &o, &f);
-    CHECK(tn_plan_create(ctx, f, 4096, 8192, &po, &plan) == TN_STATUS_OK, "tma plan: %s", tn_context_last_error(ctx));
+    CHECK(tn_plan_create(ctx, f, rows, cols, &po, &plan) == TN_STATUS_OK, "%s plan: %s", kind, tn_context_last_error(ctx));
+    char *json = test_describe(plan, TN_DESCRIBE_JSON);
+    int producer = 0, consumer = 0, block = 0;
+    const char *at = strstr(json, "\"producer_regs\": ");
+    if (at) sscanf(at, "\"producer_regs\": %d, \"consumer_regs\": %d", &producer, &consumer);
+    if ((at = strstr(json, "\"block_threads\": "))) sscanf(at, "\"block_threads\": %d", &block);
+    free(json);
     char *src = test_describe(plan, TN_DESCRIBE_SOURCE);
     nvrtcProgram prog;
     const char *opts[] = {"--gpu-architecture=compute_90a", "--std=c++17"};
@@ -59,6 +68,17 @@ static void check_ptx(tn_context *ctx) {
     CHECK(strstr(ptx, "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes") != NULL, "no bulk copy in the PTX");
     CHECK(strstr(ptx, "mbarrier.try_wait.parity") != NULL && strstr(ptx, "mbarrier.arrive.expect_tx") != NULL,
           "no mbarrier wait / expect_tx in the PTX");
+    if (!strcmp(kind, "tma-ws")) {
+        char dec[64], inc[64];
+        snprintf(dec, sizeof dec, "setmaxnreg.dec.sync.aligned.u32 %d;", producer);
+        snprintf(inc, sizeof inc, "setmaxnreg.inc.sync.aligned.u32 %d;", consumer);
+        CHECK(producer > 0 && strstr(ptx, dec) && strstr(ptx, inc), "%dx%d: no %s / %s in the PTX", rows, cols, dec, inc);
+        CHECK(strstr(ptx, "bar.sync") && strstr(ptx, "mbarrier.arrive.shared"), "no named barrier / slot release");
+        tn_resources r;
+        tn_plan_resources(plan, &r);
+        CHECK(r.registers <= (65536 / block & ~7) && r.registers >= producer && r.registers <= consumer,
+              "ptxas gave %d registers at launch; split %d/%d, block %d", r.registers, producer, consumer, block);
+    }
     nvrtcDestroyProgram(&prog);
     free(ptx);
     free(src);
@@ -88,8 +108,18 @@ void test_compile(void) {
         for (size_t ci = 0; ci < 9; ci++) {
             compile_one(ctx, (tn_builtin)op, TN_DTYPE_BF16, 16384, cols[ci], "tma", &plans);
             compile_one(ctx, (tn_builtin)op, TN_DTYPE_BF16, 3, cols[ci], "tma", &plans);
+            compile_one(ctx, (tn_builtin)op, TN_DTYPE_BF16, 16384, cols[ci], "tma-ws", &plans);
+            compile_one(ctx, (tn_builtin)op, TN_DTYPE_BF16, 5, cols[ci], "tma-ws", &plans);
         }
-    check_ptx(ctx);
+    /* tma-ws at hidden sizes off the sweep and in the other dtypes. */
+    static const int64_t odd_cols[] = {1000, 1536, 2880, 5120, 6144, 12288, 20480, 28672, 49152};
+    for (int op = 0; op < TN_BUILTIN_COUNT; op++)
+        for (size_t ci = 0; ci < sizeof odd_cols / sizeof odd_cols[0]; ci++) {
+            compile_one(ctx, (tn_builtin)op, TN_DTYPE_BF16, 10000, odd_cols[ci], "tma-ws", &plans);
+            compile_one(ctx, (tn_builtin)op, ci % 2 ? TN_DTYPE_F16 : TN_DTYPE_F32, 4096, odd_cols[ci], "tma-ws", &plans);
+        }
+    check_ptx(ctx, "tma", 4096, 8192);
+    check_ptx(ctx, "tma-ws", 16384, 4096);
     printf("compile: %d plans, %d distinct kernels compiled, %d cache hits\n", plans, ctx->cache.misses, ctx->cache.hits);
     CHECK(ctx->cache.hits > 0, "the cache never hit");
 

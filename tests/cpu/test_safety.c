@@ -38,7 +38,7 @@ static void test_replay_ranges(tn_context *ctx) {
          "32-bit"},
         {"{\"kind\": \"register\", \"rows\": 9223372036854775808, \"cols\": 4096}", "64 bits"},
         {"{\"kind\": \"register\", \"rows\": 4096, \"cols\": 4096, \"vec\": 8, \"threads_per_row\": 64, "
-         "\"rows_per_cta\": 4, \"batch\": 8, \"block_threads\": 256, \"grid\": 1e3, \"cc\": 90, \"align_bytes\": 16}",
+         "\"rows_per_cta\": 4, \"batch\": 8, \"block_threads\": 256, \"grid\": 1024.5, \"cc\": 90, \"align_bytes\": 16}",
          "integer"},
         {"{\"kind\": \"register\", \"rows\": 4096, \"cols\": 4096, \"vec\": 8, \"threads_per_row\": 64, "
          "\"rows_per_cta\": 4, \"batch\": 8, \"block_threads\": 256, \"grid\": 1024, \"cc\": 90, \"align_bytes\": 16} x",

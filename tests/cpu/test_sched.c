@@ -24,8 +24,15 @@ static void check_invariants(const tn_plan_desc *p, const tn_analysis *a, const 
         int words = (int)((p->vec * a->buffer_elem_bytes + 3) / 4) * p->batch;
         int cap = d->regs_per_sm / p->block_threads;
         CHECK(TN_REG_NEED(words) <= cap, "%s: buffer of %d words over the %d-register cap", what, words, cap);
-    } else {
+    } else if (p->kind == TN_PLAN_LOOPED) {
         CHECK(p->rows_per_cta == 1 && p->grid <= p->rows, "%s: looped grid %lld", what, (long long)p->grid);
+    } else {
+        /* The tma kinds: a persistent grid over row groups, everything in shared memory. */
+        const int group = p->kind == TN_PLAN_TMA_WS ? 128 / p->threads_per_row : p->rows_per_cta;
+        CHECK(p->grid <= (p->rows + group - 1) / group && p->grid <= 32LL * d->sm_count, "%s: tma grid %lld", what,
+              (long long)p->grid);
+        CHECK(p->stages >= p->chunks && p->smem_bytes > 0 && p->smem_bytes <= d->smem_per_block_optin && p->align_bytes == 16,
+              "%s: tma ring: %d stages, %d chunks, %d bytes", what, p->stages, p->chunks, p->smem_bytes);
     }
     CHECK(strlen(p->why) > 0, "%s: no reason given", what);
     /* The JSON form reads back to the same plan. */
@@ -98,7 +105,8 @@ static void test_decisions(tn_context *ctx) {
     tn_plan_desc p;
     char err[320];
     tn_schedule_request req = {&a, 32768, 4096, 16, -1, &d};
-    CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_REGISTER && p.vec == 8, "32768x4096: register, vec 8");
+    CHECK(tn_schedule(&req, &p, err, sizeof err) && (p.kind == TN_PLAN_REGISTER || p.kind == TN_PLAN_TMA_WS) && p.vec == 8,
+          "32768x4096: register or tma-ws, vec 8");
     req.cols = 4097;
     CHECK(tn_schedule(&req, &p, err, sizeof err) && p.vec == 1, "odd N: vec 1");
     req.cols = 4096;
@@ -123,7 +131,7 @@ static void test_json_rejections(void) {
     tn_plan_desc p;
     char err[320];
     CHECK(!tn_plan_desc_parse("[]", &p, err, sizeof err), "not an object");
-    CHECK(!tn_plan_desc_parse("{\"kind\": \"tma-ws\"}", &p, err, sizeof err) && strstr(err, "unknown kind"), "%s", err);
+    CHECK(!tn_plan_desc_parse("{\"kind\": \"tma-xx\"}", &p, err, sizeof err) && strstr(err, "unknown kind"), "%s", err);
     CHECK(!tn_plan_desc_parse("{\"kind\": \"register\", \"rows\": 1}", &p, err, sizeof err) && strstr(err, "missing"),
           "%s", err);
     CHECK(!tn_plan_desc_parse("{\"kind\": \"register\", \"bogus\": 1}", &p, err, sizeof err) && strstr(err, "unknown member"),
@@ -132,10 +140,63 @@ static void test_json_rejections(void) {
           "%s", err);
 }
 
+/* JSON numbers whose value is an integer are integers; fields a kind does not use may be left out. */
+static void test_json_forms(void) {
+    tn_plan_desc p;
+    char err[320];
+    const char *plain = "{\"kind\": \"register\", \"rows\": 4096, \"cols\": 4096, \"vec\": 8, \"threads_per_row\": 64, "
+                        "\"rows_per_cta\": 4, \"batch\": 8, \"block_threads\": 256, \"grid\": 1024, \"cc\": 90, "
+                        "\"align_bytes\": 16}";
+    CHECK(tn_plan_desc_parse(plain, &p, err, sizeof err) && p.stages == 0 && p.chunks == 1 && p.consumer_groups == 0 &&
+              p.pdl == 0, "optional fields: %s", err);
+    const char *floats = "{\"kind\": \"register\", \"rows\": 4096.0, \"cols\": 4.096e3, \"vec\": 80e-1, "
+                         "\"threads_per_row\": 0.64E2, \"rows_per_cta\": 4, \"batch\": 8, \"block_threads\": 256, "
+                         "\"grid\": 1024, \"cc\": 90, \"align_bytes\": 16, \"stages\": -0.0}";
+    CHECK(tn_plan_desc_parse(floats, &p, err, sizeof err) && p.rows == 4096 && p.cols == 4096 && p.vec == 8 &&
+              p.threads_per_row == 64 && p.stages == 0, "numbers as 4096.0: %s", err);
+    static const char *const bad_numbers[] = {"4096.5", "1e-1", "4096.", ".5", "1e", "1e+", "1e30", "-",
+                                              "99999999999999999999.0"};
+    for (size_t i = 0; i < sizeof bad_numbers / sizeof bad_numbers[0]; i++) {
+        char json[128];
+        snprintf(json, sizeof json, "{\"kind\": \"register\", \"rows\": %s}", bad_numbers[i]);
+        CHECK(!tn_plan_desc_parse(json, &p, err, sizeof err) && strstr(err, "integer"), "%s: %s", bad_numbers[i], err);
+    }
+}
+
+/* The register split of tma-ws: every block size it can have, against the register file. */
+static void test_register_split(void) {
+    tn_device_props d;
+    tn_device_props_for_target("h200", &d);
+    char err[256];
+    for (int c = 2; c <= 7; c++) {
+        int pr = -1, cr = -1, block = 128 * (c + 1);
+        int ok = tn_ws_register_split(d.regs_per_sm, block, c, &pr, &cr, err, sizeof err);
+        int launch = (d.regs_per_sm / block) & ~7;
+        launch = launch > 255 ? 255 : launch;
+        CHECK(ok, "%d groups: %s", c, err);
+        CHECK(pr % 8 == 0 && cr % 8 == 0 && pr >= 24 && cr <= 256 && pr <= launch && cr >= launch,
+              "%d groups: producer %d, consumers %d, launch %d", c, pr, cr, launch);
+        CHECK(128 * (pr + c * cr) <= d.regs_per_sm, "%d groups: %d + %d x %d over the register file", c, pr, c, cr);
+    }
+    int pr = 0, cr = 0;
+    CHECK(tn_ws_register_split(65536, 384, 2, &pr, &cr, err, sizeof err) && pr == 40 && cr == 232, "384 threads: %d/%d",
+          pr, cr);
+    /* Impossible inputs: refused with a reason, no division by zero. */
+    static const int bad[][3] = {{65536, 128, 0}, {65536, 256, 1}, {65536, 384, 3}, {65536, 1152, 8},
+                                 {0, 384, 2},     {1000, 384, 2},  {65536, 0, 2},   {65536, -384, -1}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = '\0';
+        CHECK(!tn_ws_register_split(bad[i][0], bad[i][1], bad[i][2], &pr, &cr, err, sizeof err) && strlen(err) > 10,
+              "split %d regs, %d threads, %d groups accepted", bad[i][0], bad[i][1], bad[i][2]);
+    }
+}
+
 void test_sched(void) {
     tn_context *ctx = test_context();
     test_grid(ctx);
     test_decisions(ctx);
     test_json_rejections();
+    test_json_forms();
+    test_register_split();
     tn_context_destroy(ctx);
 }

@@ -316,10 +316,12 @@ int main(int argc, char **argv) {
     time_t t0 = time(NULL);
     if (smoke) {
         static const struct { int64_t rows, cols; const char *kind; } shapes[] = {
-            {257, 4096, NULL}, {33, 1000, "looped"}, {257, 4096, "tma"}, {3, 65536, "tma"}, {1000, 1024, "tma"}};
+            {257, 4096, NULL},        {33, 1000, "looped"},     {257, 4096, "tma"},   {3, 65536, "tma"},
+            {1000, 1024, "tma"},      {1000, 1024, "tma-ws"},   {3, 65536, "tma-ws"}, {5000, 2048, "tma-ws"},
+            {700, 28672, "tma-ws"}};
         for (int op = 0; op < TN_BUILTIN_COUNT; op++)
-            for (int i = 0; i < 5; i++) {
-                if (shapes[i].kind && !strcmp(shapes[i].kind, "tma") && props.cc_major < 9) continue;
+            for (int i = 0; i < (int)(sizeof shapes / sizeof shapes[0]); i++) {
+                if (shapes[i].kind && !strncmp(shapes[i].kind, "tma", 3) && props.cc_major < 9) continue;
                 gpu_case c = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, shapes[i].rows, shapes[i].cols,
                               shapes[i].kind, 0, 0};
                 run_case(ctx, &c);
@@ -338,15 +340,15 @@ int main(int argc, char **argv) {
     int ncols = quick || sanitize ? 3 : 6, nrows = quick ? 2 : sanitize ? 1 : 3;
     const tn_dtype dtypes[] = {TN_DTYPE_BF16, TN_DTYPE_F16, TN_DTYPE_F32};
     const int ndtypes = sanitize ? 1 : 3;
-    const char *kinds[] = {NULL, "looped", "tma"};
+    const char *kinds[] = {NULL, "looped", "tma", "tma-ws"};
     for (int op = 0; op < TN_BUILTIN_COUNT; op++)
         for (int d = 0; d < ndtypes; d++)
             for (int ci = 0; ci < ncols; ci++)
                 for (int ri = 0; ri < nrows; ri++)
-                    for (int k = 0; k < 3; k++) {
+                    for (int k = 0; k < 4; k++) {
                         /* The looped plan at every size it is not already chosen for, up to 64Ki columns. */
                         if (k == 1 && (cols[ci] > 65537 || rows[ri] > 1000)) continue;
-                        if (k == 2 && props.cc_major < 9) continue;
+                        if (k >= 2 && props.cc_major < 9) continue;
                         gpu_case c = {(tn_builtin)op, dtypes[d], dtypes[d], dtypes[d], 0, rows[ri], cols[ci], kinds[k], 0, 0};
                         run_case(ctx, &c);
                     }
@@ -377,6 +379,8 @@ int main(int argc, char **argv) {
             /* tma: padded rows that stay 16-byte aligned copy row by row; others fall back. */
             gpu_case d = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 129, 4096, "tma", pads[i] * 8, 0};
             run_case(ctx, &d);
+            gpu_case w = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 2001, 4096, "tma-ws", pads[i] * 8, 0};
+            run_case(ctx, &w);
         }
     if (!quick && !sanitize) {
         /* The standard sweep's large shapes, once each in bf16. */
@@ -386,6 +390,8 @@ int main(int argc, char **argv) {
                 gpu_case c = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, big[i][0], big[i][1], NULL, 0, 0};
                 run_case(ctx, &c);
                 gpu_case t = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, big[i][0], big[i][1], "tma", 0, 0};
+                run_case(ctx, &t);
+                t.kind = "tma-ws";
                 run_case(ctx, &t);
             }
     }
@@ -400,12 +406,13 @@ int main(int argc, char **argv) {
         memset(&r, 0, sizeof r);
         int64_t m = 1 + (int64_t)(seed * 37 % 700), n = 1 + (int64_t)(seed * 7919 % 20000);
         tn_plan_options po = {0, NULL, seed % 4 == 0 ? "looped" : NULL};
-        if (seed % 4 == 2 && props.cc_major >= 9) po.kind = "tma"; /* refused where a row does not fit: then the default */
+        /* tma kinds are refused where a row does not fit: then the default */
+        if (seed % 4 == 2 && props.cc_major >= 9) po.kind = seed % 8 == 2 ? "tma" : "tma-ws";
         float params[1] = {0.5f};
         tn_check_options co = {seed, 16, (int64_t)(seed % 3), 0};
         tn_status st = tn_random_fusion(ctx, seed, 1, &f);
         if (st == TN_STATUS_OK) st = tn_plan_create(ctx, f, m, n, &po, &plan);
-        if (st == TN_STATUS_UNSUPPORTED && po.kind && !strcmp(po.kind, "tma")) {
+        if (st == TN_STATUS_UNSUPPORTED && po.kind && !strncmp(po.kind, "tma", 3)) {
             po.kind = NULL;
             st = tn_plan_create(ctx, f, m, n, &po, &plan);
         }

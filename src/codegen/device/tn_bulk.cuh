@@ -22,17 +22,24 @@ __device__ __forceinline__ void tn_mbar_arrive_expect_tx(unsigned long long *bar
 __device__ __forceinline__ void tn_mbar_arrive(unsigned long long *bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(tn_smem_addr(bar)) : "memory");
 }
-// Waits until the phase with this parity has completed.
-__device__ __forceinline__ void tn_mbar_wait(unsigned long long *bar, unsigned parity) {
+// Waits until the phase with this parity has completed (the loop in C++, not
+// in the asm, so ptxas sees structured control flow).
+__device__ __forceinline__ bool tn_mbar_try_wait(unsigned long long *bar, unsigned parity) {
+    unsigned done;
     asm volatile(
         "{\n"
-        ".reg .pred done;\n"
-        "tn_wait_%=:\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-        "@!done bra tn_wait_%=;\n"
-        "}\n" ::"r"(tn_smem_addr(bar)),
-        "r"(parity)
+        ".reg .pred p;\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n"
+        "}\n"
+        : "=r"(done)
+        : "r"(tn_smem_addr(bar)), "r"(parity)
         : "memory");
+    return done != 0;
+}
+__device__ __forceinline__ void tn_mbar_wait(unsigned long long *bar, unsigned parity) {
+    while (!tn_mbar_try_wait(bar, parity)) {
+    }
 }
 // Global -> shared, `bytes` (a multiple of 16) completing on bar.
 __device__ __forceinline__ void tn_bulk_load(void *dst, const void *src, unsigned bytes, unsigned long long *bar) {
@@ -61,20 +68,22 @@ template <int REGS> __device__ __forceinline__ void tn_regs_dec() {}
 template <int REGS> __device__ __forceinline__ void tn_regs_inc() {}
 #endif
 
-// ---- the ring of stages (the tma kind's skeleton). A stage holds one row group:
-// for each ROW input k, R rows of row_bytes each, from smem_offset on.
+// ---- the ring of stages (the tma kinds' skeletons). A stage holds one row
+// group, or one chunk of it: for each ROW input k, R rows of row_bytes each
+// (a row's whole N elements, or one chunk of them), from smem_offset on.
 struct tn_row_src {
     const unsigned char *base; // the input's first row
     long long ld_bytes;        // its row stride in bytes
-    unsigned row_bytes;        // N * element size, a multiple of 16
+    unsigned row_bytes;        // bytes of one row in a stage: N (or N / chunks) x element size, a multiple of 16
     unsigned smem_offset;      // where its R rows start in a stage
 };
 
 #if __CUDA_ARCH__ >= 900
-// Thread 0: bulk-copies the live rows of row group g into stage, completing on full.
+// One thread: bulk-copies chunk `chunk` of the live rows of row group g into
+// stage, completing on full.
 template <int R, int NIN>
 __device__ __forceinline__ void tn_stage_issue(const tn_row_src (&src)[NIN], unsigned char *stage, long long g,
-                                               long long M, unsigned long long *full) {
+                                               long long M, unsigned long long *full, int chunk = 0) {
     const long long row0 = g * R;
     const int rows = M - row0 < R ? (int)(M - row0) : R;
     unsigned bytes = 0;
@@ -84,7 +93,8 @@ __device__ __forceinline__ void tn_stage_issue(const tn_row_src (&src)[NIN], uns
     for (int r = 0; r < rows; r++)
 #pragma unroll
         for (int k = 0; k < NIN; k++)
-            tn_bulk_load(stage + src[k].smem_offset + r * src[k].row_bytes, src[k].base + (row0 + r) * src[k].ld_bytes,
+            tn_bulk_load(stage + src[k].smem_offset + r * src[k].row_bytes,
+                         src[k].base + (row0 + r) * src[k].ld_bytes + (long long)chunk * src[k].row_bytes,
                          src[k].row_bytes, full);
 }
 
@@ -116,3 +126,60 @@ __device__ __forceinline__ void tn_ring_refill(const tn_row_src (&src)[NIN], uns
     if (threadIdx.x == 0 && next * R < M) tn_stage_issue<R, NIN>(src, stage, next, M, full);
 }
 #endif
+
+// ---- the warp-specialized ring (the tma-ws kind's skeleton). Each consumer
+// warp group c has S slots with a "full" mbarrier (one arrival + the copies'
+// bytes) and an "empty" one (one arrival per consumer thread). Producer warp c
+// fills group c's slots with the chunks of its row groups in order (the whole
+// warp waits, so control flow stays uniform; lane 0 issues); the group waits
+// on full before its first read of a slot and releases it after its last.
+#if __CUDA_ARCH__ >= 900
+template <int SLOTS> __device__ __forceinline__ void tn_ws_start(unsigned long long *full, unsigned long long *empty) {
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < SLOTS; s++) {
+            tn_mbar_init(&full[s], 1);
+            tn_mbar_init(&empty[s], 128);
+        }
+        tn_mbar_fence_init();
+    }
+    __syncthreads();
+}
+
+// One producer warp: row groups g, g + step, ... of one consumer group, K
+// chunks each, through its S slots; waits for a slot's release before reuse.
+template <int G, int S, int K, int NIN>
+__device__ __forceinline__ void tn_ws_produce(const tn_row_src (&src)[NIN], unsigned char *ring, unsigned stage_bytes,
+                                              unsigned long long *full, unsigned long long *empty, long long g,
+                                              long long step, long long NG, long long M) {
+    unsigned item = 0; // slots filled, mod 2S: the slot and its phase bit
+    bool reuse = false;
+    for (; g < NG; g += step)
+        for (int ch = 0; ch < K; ch++) {
+            const int slot = (int)(item % S);
+            if (reuse) tn_mbar_wait(&empty[slot], (item / S) ^ 1);
+            if (threadIdx.x % 32 == 0) tn_stage_issue<G, NIN>(src, ring + slot * stage_bytes, g, M, &full[slot], ch);
+            __syncwarp();
+            item = (item + 1) % (2 * S);
+            reuse |= item == S;
+        }
+}
+
+// A consumer thread is done reading a slot. Every thread arrives: a warp-level
+// election would need a __syncwarp, which in these loops makes ptxas spill.
+__device__ __forceinline__ void tn_ws_release(unsigned long long *empty) { tn_mbar_arrive(empty); }
+#endif
+
+// Reduction over the T threads of a row inside one consumer warp group: warp
+// shuffles, then (T > 32) one named barrier of the group's 128 threads, never
+// the producer's. Every row of the group meets at the same barrier.
+template <int T, int OP> __device__ __forceinline__ float tn_group_reduce(float v, float *slot, int tr, unsigned bar) {
+    v = tn_warp_reduce<(T < 32 ? T : 32), OP>(v);
+    if (T > 32) {
+        if (tr % 32 == 0) slot[tr / 32] = v;
+        tn_bar_sync(bar, 128);
+        v = slot[0];
+#pragma unroll
+        for (int w = 1; w < T / 32; w++) v = tn_combine<OP>(v, slot[w]);
+    }
+    return v;
+}

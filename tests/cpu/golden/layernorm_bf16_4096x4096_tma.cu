@@ -10,12 +10,13 @@ extern "C" __global__ void __launch_bounds__(256) tn_kernel(
     const long long M) {
     constexpr int N = 4096, V = 8, NV = N / V, T = 64, R = 4;
     (void)R;
-    const int tr = threadIdx.x % T, rr = threadIdx.x / T;
-    (void)rr;
     __shared__ float tn_red[2][R][T / 32];
     const float s5 = 4096.0f;
     const float s11 = prm0;
-    constexpr int S = 2, NIN = 1;
+    const int tr = threadIdx.x % T, rr = threadIdx.x / T;
+    (void)rr;
+    constexpr int S = 2;
+    constexpr int NIN = 1;
     const tn_row_src tn_src[NIN] = {
         {reinterpret_cast<const unsigned char *>(in0), in0_ld * 2, 8192u, 0u},
     };

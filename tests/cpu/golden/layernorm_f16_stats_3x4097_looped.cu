@@ -12,11 +12,11 @@ extern "C" __global__ void __launch_bounds__(1024) tn_kernel(
     const long long M) {
     constexpr int N = 4097, V = 1, NV = N / V, T = 1024, R = 1;
     (void)R;
-    const int tr = threadIdx.x % T, rr = threadIdx.x / T;
-    (void)rr;
     __shared__ float tn_red[2][R][T / 32];
     const float s5 = 4097.0f;
     const float s11 = prm0;
+    const int tr = threadIdx.x % T, rr = threadIdx.x / T;
+    (void)rr;
     for (long long g = blockIdx.x; g * R < M; g += gridDim.x) {
         const long long row = g * R + rr;
         const bool live = row < M;

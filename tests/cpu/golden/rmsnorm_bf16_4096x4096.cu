@@ -10,11 +10,11 @@ extern "C" __global__ void __launch_bounds__(256) tn_kernel(
     constexpr int N = 4096, V = 8, NV = N / V, T = 128, R = 2;
     constexpr int P = 4;  // vectors each thread keeps per row
     (void)R;
-    const int tr = threadIdx.x % T, rr = threadIdx.x / T;
-    (void)rr;
     __shared__ float tn_red[1][R][T / 32];
     const float s5 = 4096.0f;
     const float s7 = prm0;
+    const int tr = threadIdx.x % T, rr = threadIdx.x / T;
+    (void)rr;
     for (long long g = blockIdx.x; g * R < M; g += gridDim.x) {
         const long long row = g * R + rr;
         const bool live = row < M;

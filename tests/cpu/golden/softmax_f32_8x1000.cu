@@ -8,9 +8,9 @@ extern "C" __global__ void __launch_bounds__(256) tn_kernel(
     constexpr int N = 1000, V = 4, NV = N / V, T = 256, R = 1;
     constexpr int P = 1;  // vectors each thread keeps per row
     (void)R;
+    __shared__ float tn_red[2][R][T / 32];
     const int tr = threadIdx.x % T, rr = threadIdx.x / T;
     (void)rr;
-    __shared__ float tn_red[2][R][T / 32];
     for (long long g = blockIdx.x; g * R < M; g += gridDim.x) {
         const long long row = g * R + rr;
         const bool live = row < M;
