@@ -11,9 +11,11 @@ mkdir -p "$out"
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >"$out/cmake.log" 2>&1 &&
   cmake --build build-gpu -j 16 >>"$out/cmake.log" 2>&1 || { tail -30 "$out/cmake.log"; exit 1; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-san() { compute-sanitizer --tool "$1" --error-exitcode 3 --print-limit 20 ./build-gpu/tests/test_gpu "$2" >"$out/san_$1.log" 2>&1; echo "compute-sanitizer $1 test_gpu $2: exit $? $(grep -E '^[0-9]+ passed' "$out/san_$1.log") $(grep 'ERROR SUMMARY' "$out/san_$1.log")"; }
-./build-gpu/tests/test_gpu >"$out/gpu_tier.log" 2>&1 & tier=$!
-PYTHONUNBUFFERED=1 TMANORM_LIB=build-gpu/libtmanorm.so python3 tests/gpu/test_torch.py --sanitize >"$out/torch.log" 2>&1 & torch=$!
+# Every step under a time limit: a kernel that hangs fails its step, not the device call.
+lim=${TN_STEP_TIMEOUT:-400}
+san() { timeout "$lim" compute-sanitizer --tool "$1" --error-exitcode 3 --print-limit 20 ./build-gpu/tests/test_gpu "$2" >"$out/san_$1.log" 2>&1; echo "compute-sanitizer $1 test_gpu $2: exit $? $(grep -E '^[0-9]+ passed' "$out/san_$1.log") $(grep 'ERROR SUMMARY' "$out/san_$1.log")"; }
+timeout "$lim" ./build-gpu/tests/test_gpu >"$out/gpu_tier.log" 2>&1 & tier=$!
+PYTHONUNBUFFERED=1 TMANORM_LIB=build-gpu/libtmanorm.so timeout "$lim" python3 tests/gpu/test_torch.py --sanitize >"$out/torch.log" 2>&1 & torch=$!
 (san memcheck --sanitize; san racecheck --smoke; san synccheck --smoke) >"$out/sanitizers.txt" 2>&1 & sans=$!
 rc=0
 wait $tier || rc=1; wait $torch || rc=1; wait $sans
@@ -23,7 +25,7 @@ cat "$out/sanitizers.txt"; grep -qE 'exit [^0]' "$out/sanitizers.txt" && rc=1
 shapes=${*:-}
 if [ -n "$shapes" ]; then
   for s in $shapes; do op=${s%%:*}; mn=${s#*:}
-    ./build-gpu/tmanorm tune --op "$op" --rows "${mn%x*}" --cols "${mn#*x}" --dtype bf16; done >"$out/tune.log" 2>&1
+    timeout 90 ./build-gpu/tmanorm tune --op "$op" --rows "${mn%x*}" --cols "${mn#*x}" --dtype bf16; done >"$out/tune.log" 2>&1
   grep -E '^regret|failed' "$out/tune.log"
 fi
 ./build-gpu/tmanorm run --op rmsnorm --rows 32768 --cols 4096 --dtype bf16 --overhead 2>&1 | grep -E 'ceiling|time|host|check' | tee "$out/run_rmsnorm.log"
