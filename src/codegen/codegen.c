@@ -185,7 +185,8 @@ static void emit_element_loop_body(gen *g, const unsigned char *need, int level,
         for (int i = 0; i < f->num_nodes; i++) {
             const tn_node *n = &f->nodes[i];
             if (g->slot_of[i] < 0 || g->a->level[i] != level) continue;
-            tn_strbuf_printf(g->sb, "%sacc%d = tn_combine<%d>(acc%d, e%u);\n", ind2, i, n->op, i, n->args[0].index);
+            tn_strbuf_printf(g->sb, "%sacc%d[v %% A] = tn_combine<%d>(acc%d[v %% A], e%u);\n", ind2, i, n->op, i,
+                             n->args[0].index);
         }
     }
     tn_strbuf_printf(g->sb, "%s}\n", ind);
@@ -206,7 +207,9 @@ static void emit_phase(gen *g, int level) {
     for (int i = 0; i < f->num_nodes; i++) {
         const tn_node *n = &f->nodes[i];
         if (!a->used[i] || n->kind != TN_OP_REDUCE || a->level[i] != level) continue;
-        tn_strbuf_printf(g->sb, "        float acc%d = %s;\n", i, k_reduce_identity[n->op]);
+        /* One accumulator per vector lane: V independent chains, not one chain of V x batch. */
+        tn_strbuf_printf(g->sb, "        float acc%d[A];\n#pragma unroll\n        for (int v = 0; v < A; v++) acc%d[v] = %s;\n",
+                         i, i, k_reduce_identity[n->op]);
     }
     g->first_phase = level == 1 || (out_phase && a->num_levels == 0);
     g->last_phase = out_phase || (level == a->num_levels && !a->num_row_outputs);
@@ -248,11 +251,9 @@ static void source_safe_name(const char *name, char *out, size_t cap) {
 static void emit_signature(gen *g) {
     tn_abi abi;
     tn_abi_of(g->f, &abi);
-    /* A persistent warp-specialized CTA runs alone on its SM. With one consumer
-       group ptxas must be told so (else it aims at several CTAs per SM and
-       spills at 32 registers); with register sharing, saying so makes it
-       allocate the launch share to the whole kernel and spill (NVRTC 13.0). */
-    if (g->p->kind == TN_PLAN_TMA_WS && !g->p->consumer_regs)
+    /* A persistent warp-specialized CTA runs alone on its SM; told so, ptxas
+       stops aiming at several CTAs per SM (it spilled at 32-40 registers). */
+    if (g->p->kind == TN_PLAN_TMA_WS)
         tn_strbuf_printf(g->sb, "extern \"C\" __global__ void __launch_bounds__(%d, 1) " TN_KERNEL_NAME "(",
                          g->p->block_threads);
     else
@@ -401,7 +402,8 @@ static void cta_scratch(gen *g) {
 static void cta_reduce(gen *g, int k) {
     char slot[32] = "nullptr";
     if (g->p->threads_per_row > 32) snprintf(slot, sizeof slot, "tn_red[%d][rr]", g->slot_of[k]);
-    tn_strbuf_printf(g->sb, "tn_row_reduce<T, %d>(acc%d, %s)", g->f->nodes[k].op, k, slot);
+    tn_strbuf_printf(g->sb, "tn_row_reduce<T, %d>(tn_fold<A, %d>(acc%d), %s)", g->f->nodes[k].op, g->f->nodes[k].op, k,
+                     slot);
 }
 
 /* grid-stride: each CTA takes row groups blockIdx.x, + gridDim.x, ... */
@@ -511,7 +513,8 @@ static void ws_scratch(gen *g) {
 static void ws_reduce(gen *g, int k) {
     char slot[48] = "nullptr";
     if (g->p->threads_per_row > 32) snprintf(slot, sizeof slot, "tn_red[jj][%d][wg * G + rr]", g->slot_of[k]);
-    tn_strbuf_printf(g->sb, "tn_group_reduce<T, %d>(acc%d, %s, tr, 1 + wg)", g->f->nodes[k].op, k, slot);
+    tn_strbuf_printf(g->sb, "tn_group_reduce<T, %d>(tn_fold<A, %d>(acc%d), %s, tr, 1 + wg)", g->f->nodes[k].op,
+                     g->f->nodes[k].op, k, slot);
 }
 
 static const skeleton_code k_grid_stride = {"grid-stride", grid_stride_open, grid_stride_close, cta_scratch, cta_reduce};
@@ -551,6 +554,10 @@ void tn_codegen(const tn_fusion *f, const tn_analysis *a, const tn_plan_desc *p,
                      p->vec, p->threads_per_row, p->rows_per_cta);
     if (p->kind == TN_PLAN_REGISTER)
         tn_strbuf_printf(sb, "    constexpr int P = %d;  // vectors each thread keeps per row\n", p->batch);
+    /* Accumulator lanes per reduction: independent chains for the latency-bound
+       few-warp kinds; two where 1024-thread CTAs leave 64 registers a thread. */
+    tn_strbuf_printf(sb, "    constexpr int A = %d;  // accumulators per reduction and thread\n",
+                     p->block_threads > 512 ? (p->vec < 2 ? p->vec : 2) : p->vec);
     tn_strbuf_append(sb, "    (void)R;\n");
     g.skeleton->scratch(&g);
     for (int i = 0; i < f->num_nodes; i++)

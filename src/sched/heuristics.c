@@ -318,8 +318,12 @@ int64_t tn_ws_static_smem(const tn_analysis *a, const tn_plan_desc *p) {
                : 0;
 }
 
-int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups, int *producer, int *consumer,
-                         char *err, size_t cap) {
+int tn_ws_producer_regs(int stage_inputs) {
+    return stage_inputs > 1 ? TN_WS_PRODUCER_REGS + 8 * (stage_inputs - 1) : TN_WS_PRODUCER_REGS;
+}
+
+int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups, int producer_need, int *producer,
+                         int *consumer, char *err, size_t cap) {
     if (consumer_groups < 2 || consumer_groups > 7 || block_threads != 128 * (consumer_groups + 1))
         REJECT("register sharing needs 2 to 7 consumer warp groups and a producer warp group (%d groups, %d "
                "threads)", consumer_groups, block_threads);
@@ -331,7 +335,9 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
     launch = launch > 255 ? 255 : launch;
     /* One thread of every warp group together may hold regs_per_sm / 128. */
     const int lane_budget = regs_per_sm / 128;
-    *producer = TN_WS_PRODUCER_REGS;
+    if (producer_need < 24 || producer_need > 256 || producer_need % 8)
+        REJECT("the producer's registers must be a multiple of 8 in [24, 256], not %d", producer_need);
+    *producer = producer_need;
     *consumer = ((lane_budget - *producer) / consumer_groups) & ~7;
     if (*consumer > 256) *consumer = 256;
     if (*producer > launch || *consumer < launch)
@@ -369,8 +375,9 @@ static int ws_shape(const tn_schedule_request *r, tn_plan_desc *p, int t, int gr
     p->producer_regs = p->consumer_regs = 0;
     if (groups > 1) {
         char err[160];
-        if (!tn_ws_register_split(d->regs_per_sm, p->block_threads, groups, &p->producer_regs, &p->consumer_regs, err,
-                                  sizeof err))
+        if (!tn_ws_register_split(d->regs_per_sm, p->block_threads, groups,
+                                  tn_ws_producer_regs(r->analysis->num_stage_inputs), &p->producer_regs,
+                                  &p->consumer_regs, err, sizeof err))
             return 0;
     }
     const int64_t per_stage = groups * (tn_ws_stage_bytes(r->analysis, p) + 16);
@@ -451,8 +458,9 @@ static int check_tma_ws(const tn_plan_desc *p, const tn_analysis *a, const tn_de
     if (p->stages < p->chunks)
         REJECT("plan: %d stages cannot hold a row group of %d chunks", p->stages, p->chunks);
     int pr = 0, cr = 0;
-    if (p->consumer_groups > 1 && !tn_ws_register_split(d->regs_per_sm, p->block_threads, p->consumer_groups, &pr, &cr,
-                                                        err, cap))
+    if (p->consumer_groups > 1 &&
+        !tn_ws_register_split(d->regs_per_sm, p->block_threads, p->consumer_groups,
+                              tn_ws_producer_regs(a->num_stage_inputs), &pr, &cr, err, cap))
         return 0;
     if (p->producer_regs != pr || p->consumer_regs != cr)
         REJECT("plan: producer_regs %d and consumer_regs %d are not the split of the register file (%d and %d)",
@@ -472,9 +480,10 @@ static int candidates_tma_ws(const tn_schedule_request *r, const tn_plan_desc *b
     int n = 0;
     const int64_t nv = base->cols / base->vec;
     for (int t = 8; t <= 128; t *= 2) {
-        if (ceil_div(nv, t) > 64 || (t > 8 && t / 2 >= nv)) continue;
-        for (int groups = 1; groups <= 2; groups++)
-            for (int chunks = 1; chunks <= 16; chunks *= 2) {
+        if (ceil_div(nv, t) > 128 || (t > 8 && t / 2 >= nv)) continue;
+        for (int groups = 1; groups <= TN_WS_MAX_GROUPS; groups++)
+            /* Chunks only where whole row groups leave no second slot. */
+            for (int chunks = 1, whole_fits = 0; chunks <= 16 && !whole_fits; chunks *= 2) {
                 /* As many slots as fit, and just two row groups' worth. */
                 const int stage_counts[2] = {0, 2 * chunks};
                 int most = -1;
@@ -482,7 +491,7 @@ static int candidates_tma_ws(const tn_schedule_request *r, const tn_plan_desc *b
                     tn_plan_desc p = *base;
                     p.align_bytes = 16;
                     if (!ws_shape(r, &p, t, groups, chunks, stage_counts[i]) || p.stages == most) continue;
-                    if (i == 0) most = p.stages;
+                    if (i == 0) most = p.stages, whole_fits = p.stages >= 2 * chunks;
                     out[n++] = p;
                 }
             }

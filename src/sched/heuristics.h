@@ -27,14 +27,16 @@ int64_t tn_tma_static_smem(const tn_analysis *a, const tn_plan_desc *p);
 
 /* tma-ws: shared memory per slot and per CTA, and the register split between
    the producer warp group and C consumer groups (setmaxnreg): the producer
-   keeps TN_WS_PRODUCER_REGS, each consumer thread gets an equal share of the
-   rest in 8-register granules, at most 256; 0 and why where sharing is
-   impossible or would not help. */
+   keeps producer_need, each consumer thread gets an equal share of the rest in
+   8-register granules, at most 256; 0 and why where sharing is impossible or
+   would not help. The producer needs TN_WS_PRODUCER_REGS, 8 more for each
+   further ROW input it copies (ptxas spills the producer's loop below that). */
 int64_t tn_ws_stage_bytes(const tn_analysis *a, const tn_plan_desc *p);
 int64_t tn_ws_dynamic_smem(const tn_analysis *a, const tn_plan_desc *p);
 int64_t tn_ws_static_smem(const tn_analysis *a, const tn_plan_desc *p);
-int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups, int *producer, int *consumer,
-                         char *err, size_t cap);
+int tn_ws_producer_regs(int stage_inputs);
+int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups, int producer_need, int *producer,
+                         int *consumer, char *err, size_t cap);
 #define TN_WS_PRODUCER_REGS 40
 #define TN_WS_MAX_GROUPS 4 /* one producer warp per consumer group, in one warp group */
 /* The scheduler picks tma-ws only with at least this many row groups per SM to overlap. */

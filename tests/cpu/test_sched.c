@@ -170,7 +170,7 @@ static void test_register_split(void) {
     char err[256];
     for (int c = 2; c <= 7; c++) {
         int pr = -1, cr = -1, block = 128 * (c + 1);
-        int ok = tn_ws_register_split(d.regs_per_sm, block, c, &pr, &cr, err, sizeof err);
+        int ok = tn_ws_register_split(d.regs_per_sm, block, c, tn_ws_producer_regs(c % 3 + 1), &pr, &cr, err, sizeof err);
         int launch = (d.regs_per_sm / block) & ~7;
         launch = launch > 255 ? 255 : launch;
         CHECK(ok, "%d groups: %s", c, err);
@@ -179,15 +179,19 @@ static void test_register_split(void) {
         CHECK(128 * (pr + c * cr) <= d.regs_per_sm, "%d groups: %d + %d x %d over the register file", c, pr, c, cr);
     }
     int pr = 0, cr = 0;
-    CHECK(tn_ws_register_split(65536, 384, 2, &pr, &cr, err, sizeof err) && pr == 40 && cr == 232, "384 threads: %d/%d",
+    CHECK(tn_ws_register_split(65536, 384, 2, 40, &pr, &cr, err, sizeof err) && pr == 40 && cr == 232, "384 threads: %d/%d",
           pr, cr);
+    CHECK(tn_ws_register_split(65536, 384, 2, tn_ws_producer_regs(2), &pr, &cr, err, sizeof err) && pr == 48 && cr == 232,
+          "384 threads, two ROW inputs: %d/%d", pr, cr);
     /* Impossible inputs: refused with a reason, no division by zero. */
-    static const int bad[][3] = {{65536, 128, 0}, {65536, 256, 1}, {65536, 384, 3}, {65536, 1152, 8},
-                                 {0, 384, 2},     {1000, 384, 2},  {65536, 0, 2},   {65536, -384, -1}};
+    static const int bad[][4] = {{65536, 128, 0, 40}, {65536, 256, 1, 40}, {65536, 384, 3, 40}, {65536, 1152, 8, 40},
+                                 {0, 384, 2, 40},     {1000, 384, 2, 40},  {65536, 0, 2, 40},   {65536, -384, -1, 40},
+                                 {65536, 384, 2, 0},  {65536, 384, 2, 44}, {65536, 384, 2, 512}, {65536, 1024, 7, 200}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = '\0';
-        CHECK(!tn_ws_register_split(bad[i][0], bad[i][1], bad[i][2], &pr, &cr, err, sizeof err) && strlen(err) > 10,
-              "split %d regs, %d threads, %d groups accepted", bad[i][0], bad[i][1], bad[i][2]);
+        CHECK(!tn_ws_register_split(bad[i][0], bad[i][1], bad[i][2], bad[i][3], &pr, &cr, err, sizeof err) &&
+                  strlen(err) > 10,
+              "split %d regs, %d threads, %d groups, producer %d accepted", bad[i][0], bad[i][1], bad[i][2], bad[i][3]);
     }
 }
 

@@ -84,6 +84,18 @@ template <typename S, int V> __device__ __forceinline__ void tn_vzero(tn_vec<S, 
 // ---- reductions across the T threads of one row (OP 0: sum, 1: max)
 template <int OP> __device__ __forceinline__ float tn_combine(float a, float b) { return OP == 0 ? a + b : fmaxf(a, b); }
 
+// A thread's V per-lane accumulators into one, pairwise.
+template <int V, int OP> __device__ __forceinline__ float tn_fold(const float (&acc)[V]) {
+    float a[V];
+#pragma unroll
+    for (int i = 0; i < V; i++) a[i] = acc[i];
+#pragma unroll
+    for (int w = V / 2; w > 0; w /= 2)
+#pragma unroll
+        for (int i = 0; i < w; i++) a[i] = tn_combine<OP>(a[i], a[i + w]);
+    return a[0];
+}
+
 template <int LANES, int OP> __device__ __forceinline__ float tn_warp_reduce(float v) {
 #pragma unroll
     for (int o = LANES / 2; o > 0; o >>= 1) v = tn_combine<OP>(v, __shfl_xor_sync(0xffffffffu, v, o));
