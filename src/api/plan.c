@@ -61,6 +61,16 @@ static tn_status build_variant(tn_plan *plan, tn_variant *var, const tn_plan_des
         tn_free(&ctx->base.alloc, source);
         return st;
     }
+    /* Register sharing only moves registers within what the CTA got at launch:
+       a setmaxnreg.inc beyond that pool would wait forever, so refuse instead. */
+    if (desc->consumer_regs &&
+        (int64_t)k->res.registers * desc->block_threads <
+            128LL * (desc->producer_regs + (int64_t)desc->consumer_groups * desc->consumer_regs))
+        st = tn_set_error(ctx, TN_STATUS_INTERNAL,
+                          "tma-ws: ptxas gave %d registers a thread at launch, too few for %d threads to share as "
+                          "producer %d and %d consumer groups x %d (the kernel would hang)",
+                          k->res.registers, desc->block_threads, desc->producer_regs, desc->consumer_groups,
+                          desc->consumer_regs);
     var->num_launches = tn_plan_desc_launches(desc, var->launches);
     for (int i = 0; i < var->num_launches && ctx->has_gpu && st == TN_STATUS_OK; i++)
         st = tn_kernel_function(ctx, k, &var->launches[i], &var->fns[i]);

@@ -330,21 +330,23 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
     if (regs_per_sm < 128 * 8 * (consumer_groups + 1))
         REJECT("a register file of %d cannot give %d warp groups 8 registers a thread", regs_per_sm,
                consumer_groups + 1);
-    /* What each thread has at launch (__launch_bounds__(block, 1)): the file over the block, 8-register granules. */
+    /* What each thread has at launch (__launch_bounds__(block, 1)): the file over the block, 8-register granules.
+       The CTA's pool is that times the block, not the whole file: setmaxnreg.inc
+       waits for registers the pool does not have, forever. */
     int launch = (regs_per_sm / block_threads) & ~7;
-    launch = launch > 255 ? 255 : launch;
-    /* One thread of every warp group together may hold regs_per_sm / 128. */
-    const int lane_budget = regs_per_sm / 128;
+    launch = launch > 255 ? 248 : launch;
     if (producer_need < 24 || producer_need > 256 || producer_need % 8)
         REJECT("the producer's registers must be a multiple of 8 in [24, 256], not %d", producer_need);
+    const int pool_per_lane = launch * (consumer_groups + 1); /* one thread of every warp group together */
     *producer = producer_need;
-    *consumer = ((lane_budget - *producer) / consumer_groups) & ~7;
+    *consumer = ((pool_per_lane - *producer) / consumer_groups) & ~7;
     if (*consumer > 256) *consumer = 256;
     if (*producer > launch || *consumer < launch)
         REJECT("register sharing would not help: %d registers a thread at launch, producer %d, consumers %d",
                launch, *producer, *consumer);
-    if (128 * (*producer + consumer_groups * *consumer) > regs_per_sm)
-        REJECT("internal: split %d + %d x %d exceeds the register file", *producer, consumer_groups, *consumer);
+    if (*producer + consumer_groups * *consumer > pool_per_lane)
+        REJECT("internal: split %d + %d x %d exceeds the CTA's %d x %d registers", *producer, consumer_groups, *consumer,
+               launch, block_threads);
     return 1;
 }
 

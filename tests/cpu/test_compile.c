@@ -76,7 +76,9 @@ static void check_ptx(tn_context *ctx, const char *kind, int rows, int cols) {
         CHECK(strstr(ptx, "bar.sync") && strstr(ptx, "mbarrier.arrive.shared"), "no named barrier / slot release");
         tn_resources r;
         tn_plan_resources(plan, &r);
-        CHECK(r.registers <= (65536 / block & ~7) && r.registers >= producer && r.registers <= consumer,
+        /* The CTA's pool is its launch registers times its threads; the split must fit in it. */
+        CHECK(r.registers <= (65536 / block & ~7) && r.registers >= producer && r.registers <= consumer &&
+                  (long long)r.registers * block >= 128LL * (producer + (block / 128 - 1) * consumer),
               "ptxas gave %d registers at launch; split %d/%d, block %d", r.registers, producer, consumer, block);
     }
     nvrtcDestroyProgram(&prog);
