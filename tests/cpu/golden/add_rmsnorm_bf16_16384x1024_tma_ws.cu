@@ -1,5 +1,5 @@
 // row storage: shared memory, a ring of chunks (bulk copies); skeleton: warp-specialized ring (producer warp, consumer warp groups)
-extern "C" __global__ void __launch_bounds__(384) tn_kernel(
+extern "C" __global__ void __launch_bounds__(384, 1) tn_kernel(
     const tn_u16 *__restrict__ in0,
     const long long in0_ld,
     const tn_u16 *__restrict__ in1,
@@ -12,6 +12,7 @@ extern "C" __global__ void __launch_bounds__(384) tn_kernel(
     const float prm0,
     const long long M) {
     constexpr int N = 1024, V = 8, NV = N / V, T = 32, R = 8;
+    constexpr int A = 8;  // accumulators per reduction and thread
     (void)R;
     const float s10 = 1024.0f;
     const float s12 = prm0;
@@ -28,14 +29,14 @@ extern "C" __global__ void __launch_bounds__(384) tn_kernel(
     const long long NG = M / G + (M % G != 0);  // row groups
     tn_ws_start<C * S>(tn_full, tn_empty);
     if (threadIdx.x < PRODUCER) {
-        tn_regs_dec<40>();
+        tn_regs_dec<48>();
         const int pw = threadIdx.x / 32;  // producer warp pw fills group pw's ring
         if (pw < C)
             tn_ws_produce<G, S, K, NIN>(tn_src, tn_smem + pw * S * STAGE_BYTES, STAGE_BYTES, tn_full + pw * S,
                                         tn_empty + pw * S, blockIdx.x + pw * (long long)gridDim.x,
                                         C * (long long)gridDim.x, NG, M);
     } else {
-        tn_regs_inc<232>();
+        tn_regs_inc<224>();
         const int wg = (threadIdx.x - PRODUCER) / 128, tr = (threadIdx.x - PRODUCER) % T,
                   rr = (threadIdx.x - PRODUCER) % 128 / T;
         const unsigned char *tn_ring = tn_smem + wg * S * STAGE_BYTES;
@@ -48,7 +49,9 @@ extern "C" __global__ void __launch_bounds__(384) tn_kernel(
         const long long row = g * G + rr;
         const bool live = row < M;
         (void)live;
-        float acc9 = 0.0f;
+        float acc9[A];
+#pragma unroll
+        for (int v = 0; v < A; v++) acc9[v] = 0.0f;
         for (int ch = 0; ch < K; ch++) {
             const int slot = (int)((it + ch) % S);
             tn_mbar_wait(&tn_wfull[slot], (unsigned)(((it + ch) / S) & 1));
@@ -73,12 +76,12 @@ extern "C" __global__ void __launch_bounds__(384) tn_kernel(
                     const float e6 = tn_round_bf16(e5);
                     const float e7 = e6;
                     const float e8 = (e7 * e7);
-                    acc9 = tn_combine<0>(acc9, e8);
+                    acc9[v % A] = tn_combine<0>(acc9[v % A], e8);
                 }
             }
             }
         }
-        const float s9 = tn_group_reduce<T, 0>(acc9, nullptr, tr, 1 + wg);
+        const float s9 = tn_group_reduce<T, 0>(tn_fold<A, 0>(acc9), nullptr, tr, 1 + wg);
         const float s11 = (s9 / s10);
         const float s13 = (s11 + s12);
         const float s14 = rsqrtf(s13);

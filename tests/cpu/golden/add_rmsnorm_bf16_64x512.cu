@@ -13,6 +13,7 @@ extern "C" __global__ void __launch_bounds__(64) tn_kernel(
     const long long M) {
     constexpr int N = 512, V = 8, NV = N / V, T = 64, R = 1;
     constexpr int P = 1;  // vectors each thread keeps per row
+    constexpr int A = 8;  // accumulators per reduction and thread
     (void)R;
     __shared__ float tn_red[1][R][T / 32];
     const float s10 = 512.0f;
@@ -37,7 +38,9 @@ extern "C" __global__ void __launch_bounds__(64) tn_kernel(
             if (live && vi < NV) tn_vload(bb1[p], in1 + row * in1_ld + vi * V);
             else tn_vzero(bb1[p]);
         }
-        float acc9 = 0.0f;
+        float acc9[A];
+#pragma unroll
+        for (int v = 0; v < A; v++) acc9[v] = 0.0f;
 #pragma unroll
         for (int p = 0; p < P; p++) {
             const int vi = p * T + tr;
@@ -54,11 +57,11 @@ extern "C" __global__ void __launch_bounds__(64) tn_kernel(
                     const float e6 = tn_round_bf16(e5);
                     const float e7 = e6;
                     const float e8 = (e7 * e7);
-                    acc9 = tn_combine<0>(acc9, e8);
+                    acc9[v % A] = tn_combine<0>(acc9[v % A], e8);
                 }
             }
         }
-        const float s9 = tn_row_reduce<T, 0>(acc9, tn_red[0][rr]);
+        const float s9 = tn_row_reduce<T, 0>(tn_fold<A, 0>(acc9), tn_red[0][rr]);
         const float s11 = (s9 / s10);
         const float s13 = (s11 + s12);
         const float s14 = rsqrtf(s13);

@@ -9,6 +9,7 @@ extern "C" __global__ void __launch_bounds__(256) tn_kernel(
     const float prm0,
     const long long M) {
     constexpr int N = 4096, V = 8, NV = N / V, T = 64, R = 4;
+    constexpr int A = 8;  // accumulators per reduction and thread
     (void)R;
     __shared__ float tn_red[2][R][T / 32];
     const float s5 = 4096.0f;
@@ -35,7 +36,9 @@ extern "C" __global__ void __launch_bounds__(256) tn_kernel(
         (void)live;
         const tn_vec<tn_u16, V> *__restrict__ r0 =
             reinterpret_cast<const tn_vec<tn_u16, V> *>(tn_stage + tn_src[0].smem_offset + rr * tn_src[0].row_bytes);
-        float acc4 = 0.0f;
+        float acc4[A];
+#pragma unroll
+        for (int v = 0; v < A; v++) acc4[v] = 0.0f;
 #pragma unroll 4
         for (int vi = tr; vi < NV; vi += T) {
             if (true) {
@@ -44,13 +47,15 @@ extern "C" __global__ void __launch_bounds__(256) tn_kernel(
                 for (int v = 0; v < V; v++) {
                     const float e0 = tn_bf16_to_f32(b0.e[v]);
                     const float e3 = e0;
-                    acc4 = tn_combine<0>(acc4, e3);
+                    acc4[v % A] = tn_combine<0>(acc4[v % A], e3);
                 }
             }
         }
-        const float s4 = tn_row_reduce<T, 0>(acc4, tn_red[0][rr]);
+        const float s4 = tn_row_reduce<T, 0>(tn_fold<A, 0>(acc4), tn_red[0][rr]);
         const float s6 = (s4 / s5);
-        float acc9 = 0.0f;
+        float acc9[A];
+#pragma unroll
+        for (int v = 0; v < A; v++) acc9[v] = 0.0f;
 #pragma unroll 4
         for (int vi = tr; vi < NV; vi += T) {
             if (true) {
@@ -61,11 +66,11 @@ extern "C" __global__ void __launch_bounds__(256) tn_kernel(
                     const float e3 = e0;
                     const float e7 = (e3 - s6);
                     const float e8 = (e7 * e7);
-                    acc9 = tn_combine<0>(acc9, e8);
+                    acc9[v % A] = tn_combine<0>(acc9[v % A], e8);
                 }
             }
         }
-        const float s9 = tn_row_reduce<T, 0>(acc9, tn_red[1][rr]);
+        const float s9 = tn_row_reduce<T, 0>(tn_fold<A, 0>(acc9), tn_red[1][rr]);
         const float s10 = (s9 / s5);
         const float s12 = (s10 + s11);
         const float s13 = rsqrtf(s12);

@@ -11,6 +11,7 @@ extern "C" __global__ void __launch_bounds__(1024) tn_kernel(
     const float prm0,
     const long long M) {
     constexpr int N = 4097, V = 1, NV = N / V, T = 1024, R = 1;
+    constexpr int A = 1;  // accumulators per reduction and thread
     (void)R;
     __shared__ float tn_red[2][R][T / 32];
     const float s5 = 4097.0f;
@@ -21,7 +22,9 @@ extern "C" __global__ void __launch_bounds__(1024) tn_kernel(
         const long long row = g * R + rr;
         const bool live = row < M;
         (void)live;
-        float acc4 = 0.0f;
+        float acc4[A];
+#pragma unroll
+        for (int v = 0; v < A; v++) acc4[v] = 0.0f;
 #pragma unroll 4
         for (int vi = tr; vi < NV; vi += T) {
             if (true) {
@@ -31,13 +34,15 @@ extern "C" __global__ void __launch_bounds__(1024) tn_kernel(
                 for (int v = 0; v < V; v++) {
                     const float e0 = tn_f16_to_f32(b0.e[v]);
                     const float e3 = e0;
-                    acc4 = tn_combine<0>(acc4, e3);
+                    acc4[v % A] = tn_combine<0>(acc4[v % A], e3);
                 }
             }
         }
-        const float s4 = tn_row_reduce<T, 0>(acc4, tn_red[0][rr]);
+        const float s4 = tn_row_reduce<T, 0>(tn_fold<A, 0>(acc4), tn_red[0][rr]);
         const float s6 = (s4 / s5);
-        float acc9 = 0.0f;
+        float acc9[A];
+#pragma unroll
+        for (int v = 0; v < A; v++) acc9[v] = 0.0f;
 #pragma unroll 4
         for (int vi = tr; vi < NV; vi += T) {
             if (true) {
@@ -49,11 +54,11 @@ extern "C" __global__ void __launch_bounds__(1024) tn_kernel(
                     const float e3 = e0;
                     const float e7 = (e3 - s6);
                     const float e8 = (e7 * e7);
-                    acc9 = tn_combine<0>(acc9, e8);
+                    acc9[v % A] = tn_combine<0>(acc9[v % A], e8);
                 }
             }
         }
-        const float s9 = tn_row_reduce<T, 0>(acc9, tn_red[1][rr]);
+        const float s9 = tn_row_reduce<T, 0>(tn_fold<A, 0>(acc9), tn_red[1][rr]);
         const float s10 = (s9 / s5);
         const float s12 = (s10 + s11);
         const float s13 = rsqrtf(s12);

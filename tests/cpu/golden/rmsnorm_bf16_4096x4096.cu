@@ -9,6 +9,7 @@ extern "C" __global__ void __launch_bounds__(256) tn_kernel(
     const long long M) {
     constexpr int N = 4096, V = 8, NV = N / V, T = 128, R = 2;
     constexpr int P = 4;  // vectors each thread keeps per row
+    constexpr int A = 8;  // accumulators per reduction and thread
     (void)R;
     __shared__ float tn_red[1][R][T / 32];
     const float s5 = 4096.0f;
@@ -26,7 +27,9 @@ extern "C" __global__ void __launch_bounds__(256) tn_kernel(
             if (live && vi < NV) tn_vload(bb0[p], in0 + row * in0_ld + vi * V);
             else tn_vzero(bb0[p]);
         }
-        float acc4 = 0.0f;
+        float acc4[A];
+#pragma unroll
+        for (int v = 0; v < A; v++) acc4[v] = 0.0f;
 #pragma unroll
         for (int p = 0; p < P; p++) {
             const int vi = p * T + tr;
@@ -37,11 +40,11 @@ extern "C" __global__ void __launch_bounds__(256) tn_kernel(
                     const float e0 = tn_bf16_to_f32(b0.e[v]);
                     const float e2 = e0;
                     const float e3 = (e2 * e2);
-                    acc4 = tn_combine<0>(acc4, e3);
+                    acc4[v % A] = tn_combine<0>(acc4[v % A], e3);
                 }
             }
         }
-        const float s4 = tn_row_reduce<T, 0>(acc4, tn_red[0][rr]);
+        const float s4 = tn_row_reduce<T, 0>(tn_fold<A, 0>(acc4), tn_red[0][rr]);
         const float s6 = (s4 / s5);
         const float s8 = (s6 + s7);
         const float s9 = rsqrtf(s8);

@@ -7,6 +7,7 @@ extern "C" __global__ void __launch_bounds__(256) tn_kernel(
     const long long M) {
     constexpr int N = 1000, V = 4, NV = N / V, T = 256, R = 1;
     constexpr int P = 1;  // vectors each thread keeps per row
+    constexpr int A = 4;  // accumulators per reduction and thread
     (void)R;
     __shared__ float tn_red[2][R][T / 32];
     const int tr = threadIdx.x % T, rr = threadIdx.x / T;
@@ -22,7 +23,9 @@ extern "C" __global__ void __launch_bounds__(256) tn_kernel(
             if (live && vi < NV) tn_vload(bb0[p], in0 + row * in0_ld + vi * V);
             else tn_vzero(bb0[p]);
         }
-        float acc2 = TN_NEG_INF;
+        float acc2[A];
+#pragma unroll
+        for (int v = 0; v < A; v++) acc2[v] = TN_NEG_INF;
 #pragma unroll
         for (int p = 0; p < P; p++) {
             const int vi = p * T + tr;
@@ -32,12 +35,14 @@ extern "C" __global__ void __launch_bounds__(256) tn_kernel(
                 for (int v = 0; v < V; v++) {
                     const float e0 = b0.e[v];
                     const float e1 = e0;
-                    acc2 = tn_combine<1>(acc2, e1);
+                    acc2[v % A] = tn_combine<1>(acc2[v % A], e1);
                 }
             }
         }
-        const float s2 = tn_row_reduce<T, 1>(acc2, tn_red[0][rr]);
-        float acc5 = 0.0f;
+        const float s2 = tn_row_reduce<T, 1>(tn_fold<A, 1>(acc2), tn_red[0][rr]);
+        float acc5[A];
+#pragma unroll
+        for (int v = 0; v < A; v++) acc5[v] = 0.0f;
 #pragma unroll
         for (int p = 0; p < P; p++) {
             const int vi = p * T + tr;
@@ -49,11 +54,11 @@ extern "C" __global__ void __launch_bounds__(256) tn_kernel(
                     const float e1 = e0;
                     const float e3 = (e1 - s2);
                     const float e4 = expf(e3);
-                    acc5 = tn_combine<0>(acc5, e4);
+                    acc5[v % A] = tn_combine<0>(acc5[v % A], e4);
                 }
             }
         }
-        const float s5 = tn_row_reduce<T, 0>(acc5, tn_red[1][rr]);
+        const float s5 = tn_row_reduce<T, 0>(tn_fold<A, 0>(acc5), tn_red[1][rr]);
         const float rcp5 = 1.0f / s5;
 #pragma unroll
         for (int p = 0; p < P; p++) {
