@@ -415,9 +415,28 @@ static int schedule_tma_ws(const tn_schedule_request *r, tn_plan_desc *p, int fo
     const int t = ws_threads_per_row(nv);
     const int64_t group_rows = 128 / t, row_bytes = r->cols * a->buffer_elem_bytes;
     const int64_t row_groups = ceil_div(r->rows, group_rows);
-    if (!forced && row_groups < (int64_t)TN_WS_MIN_GROUPS_PER_SM * d->sm_count)
-        REJECT("%lld row groups of %lld rows are under %d per SM: too few to pipeline", (long long)row_groups,
-               (long long)group_rows, TN_WS_MIN_GROUPS_PER_SM);
+    if (!forced) {
+        /* Where tune on the H200 shows tma-ws ahead: rows of 48 KiB and more, at
+           least two of which fit in shared memory at once, one per consumer group
+           (softmax 4096 x 32768 bf16: 159 us with 3 groups of one slot, against
+           168 tma, 181 register). Shorter rows run faster on the register plan's
+           many small CTAs (rmsnorm 32768 x 4096: 129 register, 138 tma-ws); a row
+           that fills shared memory alone, on tma (rmsnorm 1024 x 65536: 81 against 110). */
+        const int64_t room = d->smem_per_block_optin - 4096;
+        if (row_bytes < TN_WS_MIN_ROW_BYTES)
+            REJECT("rows of %lld bytes are under %d: the register plan's many CTAs keep memory busier",
+                   (long long)row_bytes, TN_WS_MIN_ROW_BYTES);
+        if (room / (row_bytes + 16) < 2)
+            REJECT("fewer than two rows of %lld bytes fit in shared memory at once", (long long)row_bytes);
+        if (row_groups < (int64_t)TN_WS_MIN_GROUPS_PER_SM * d->sm_count)
+            REJECT("%lld rows are under %d per SM: too few to keep consumer groups busy", (long long)row_groups,
+                   TN_WS_MIN_GROUPS_PER_SM);
+        int groups = (int)min_i64(room / (row_bytes + 16), TN_WS_MAX_GROUPS);
+        for (; groups >= 2; groups--)
+            if (ws_shape(r, p, t, groups, 1, 1)) goto found;
+        REJECT("no register split or shared memory for two consumer groups of one %lld-byte slot each",
+               (long long)row_bytes);
+    }
     /* Two consumer groups (register sharing) where each can double-buffer whole
        row groups; else one group whose ring streams the row in chunks, with as
        many chunks ahead as fit. */

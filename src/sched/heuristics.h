@@ -39,8 +39,10 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
                          int *consumer, char *err, size_t cap);
 #define TN_WS_PRODUCER_REGS 40
 #define TN_WS_MAX_GROUPS 4 /* one producer warp per consumer group, in one warp group */
-/* The scheduler picks tma-ws only with at least this many row groups per SM to overlap. */
-#define TN_WS_MIN_GROUPS_PER_SM 4
+/* The scheduler picks tma-ws for rows of at least this many bytes (all ROW
+   inputs), with at least this many row groups per SM (see schedule_tma_ws). */
+#define TN_WS_MIN_ROW_BYTES (48 * 1024)
+#define TN_WS_MIN_GROUPS_PER_SM 2
 
 /* Register plan limits, exposed for the tests' invariants. */
 /* Vectors a thread keeps per row before rows widen: 4, and up to 8 once a row
