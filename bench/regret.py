@@ -7,8 +7,15 @@ worst regret (the scheduler's time over the best candidate's).
     python3 bench/regret.py --tmanorm build-gpu/tmanorm --sweep full --out $OUT
     python3 bench/regret.py --shapes rmsnorm:64x20480,layernorm:10000x6144
     python3 bench/regret.py --parse tune.log        # only turn a tune log into the table
+    python3 bench/regret.py --parse tune.log --rescore build/tmanorm
+                                  # the current scheduler's regret from a saved log's times
 
-Runs on the GPU machine (tune needs a GPU); --parse runs anywhere.
+Runs on the GPU machine (tune needs a GPU); --parse runs anywhere, and so does
+--rescore: it asks `tmanorm explain --json` (no GPU needed) which plan the
+scheduler picks now and looks its time up in the log's table, so a heuristic
+change is scored against times already measured (shapes whose plan the log did
+not time are listed as not measured).
+
 """
 import argparse
 import csv
@@ -37,6 +44,50 @@ def parse(text):
         if m:
             rows.append(dict(zip(FIELDS, (m[1], int(m[2]), int(m[3]), m[4], float(m[5]), m[6], float(m[7]),
                                           float(m[8])))))
+    return rows
+
+
+TUNE_HEAD = re.compile(r"^tune (\w+) \[(\d+) x (\d+)\]")
+PLAN_COLUMNS = {"vec": "vec", "t/row": "threads_per_row", "rows": "rows_per_cta", "batch": "batch",
+                "block": "block_threads", "stages": "stages", "groups": "consumer_groups", "chunks": "chunks"}
+
+
+def tune_tables(text):
+    """{(op, M, N): [(candidate fields, us)]} from a tune log (its column header names the fields)."""
+    tables, key, columns = {}, None, []
+    for line in text.splitlines():
+        m = TUNE_HEAD.match(line)
+        if m:
+            key, columns = (m[1], int(m[2]), int(m[3])), []
+            tables[key] = []
+        elif key and line.startswith("kind "):
+            columns = line.split()
+        elif key and columns and line.split() and line.split()[0] in ("register", "looped", "tma", "tma-ws"):
+            cells = line.split()
+            if len(cells) < len(columns) or "FAILED" in line:
+                continue
+            fields = {"kind": cells[0]}
+            fields.update({PLAN_COLUMNS[c]: int(cells[i]) for i, c in enumerate(columns) if c in PLAN_COLUMNS})
+            tables[key].append((fields, float(cells[len(columns) - 1])))
+    return tables
+
+
+def rescore(text, tmanorm, dtype):
+    """Regret rows for the scheduler as it is now, from the times in a tune log."""
+    import json
+    rows = []
+    for (op, m, n), cands in tune_tables(text).items():
+        if not cands:
+            continue
+        p = subprocess.run([tmanorm, "explain", "--op", op, "--rows", str(m), "--cols", str(n), "--dtype", dtype,
+                            "--json"], capture_output=True, text=True)
+        plan = json.loads(p.stdout)["plan"]
+        best = min(cands, key=lambda c: c[1])
+        mine = [us for fields, us in cands if all(plan.get(k, 0 if k != "chunks" else 1) == v for k, v in fields.items())]
+        if not mine:
+            print(f"{op} {m}x{n}: the scheduler's {plan['kind']} plan was not timed in this log", file=sys.stderr)
+            continue
+        rows.append(dict(zip(FIELDS, (op, m, n, plan["kind"], mine[0], best[0]["kind"], best[1], mine[0] / best[1]))))
     return rows
 
 
@@ -82,11 +133,14 @@ def main():
     ap.add_argument("--ops", default=",".join(OPS))
     ap.add_argument("--dtype", default="bf16")
     ap.add_argument("--parse", default="", help="a tune log to turn into the table (no GPU needed)")
+    ap.add_argument("--rescore", default="", metavar="TMANORM",
+                    help="with --parse: score the scheduler this tmanorm picks now against the log's times")
     ap.add_argument("--out", default=".")
     args = ap.parse_args()
     if args.parse:
         with open(args.parse) as f:
-            rows = parse(f.read())
+            text = f.read()
+        rows = rescore(text, args.rescore, args.dtype) if args.rescore else parse(text)
     else:
         rows = []
         todo = shapes_of(args)
@@ -100,6 +154,7 @@ def main():
                 rows += got
                 status = f"regret {got[0]['regret']:.3f}" if got else f"no regret line (exit {p.returncode})"
                 print(f"[{i + 1}/{len(todo)}] {op} {m}x{n}: {status}", flush=True)
+    os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "regret.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=FIELDS)
         w.writeheader()

@@ -18,6 +18,17 @@ static void close_over(const tn_fusion *f, unsigned char *need) {
     }
 }
 
+/* An elementwise op of the special-function unit (about 16 results per clock
+   per SM on sm_90, an eighth of the FMA rate). */
+static int is_special(const tn_node *n) {
+    if (n->kind != TN_OP_UNARY || (n->shape != TN_SHAPE_ROW && n->shape != TN_SHAPE_COL)) return 0;
+    switch (n->op) {
+    case TN_UNARY_EXP: case TN_UNARY_LOG: case TN_UNARY_TANH: case TN_UNARY_SIGMOID: case TN_UNARY_SILU:
+    case TN_UNARY_GELU: return 1;
+    default: return 0;
+    }
+}
+
 /* What each phase computes per element: the operands of its reductions (or the
    ROW outputs) and everything elementwise they need. */
 static void analyze_phases(const tn_fusion *f, tn_analysis *an) {
@@ -34,7 +45,10 @@ static void analyze_phases(const tn_fusion *f, tn_analysis *an) {
         if (out_phase)
             for (int r = 0; r < an->num_row_outputs; r++) need[f->outputs[an->row_outputs[r]].value.index] = 1;
         close_over(f, need);
-        for (int i = 0; i < f->num_nodes; i++) an->emitted_values += need[i];
+        for (int i = 0; i < f->num_nodes; i++) {
+            an->emitted_values += need[i];
+            an->special_evals += need[i] && is_special(&f->nodes[i]);
+        }
     }
 }
 

@@ -25,6 +25,7 @@ typedef struct tn_analysis {
        num_levels <= TN_MAX_REDUCTION_LEVELS. */
     unsigned char phase_need[TN_MAX_PHASES][TN_MAX_NODES];
     int emitted_values;               /* sum over phases of the values computed */
+    int special_evals;                /* ... of those, special functions (exp, log, tanh, ...) per element */
     int row_inputs[TN_MAX_IO], num_row_inputs; /* node indices */
     int col_inputs[TN_MAX_IO], num_col_inputs;
     int rowscalar_inputs[TN_MAX_IO], num_rowscalar_inputs;

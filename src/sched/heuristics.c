@@ -75,7 +75,10 @@ static int schedule_register(const tn_schedule_request *r, tn_plan_desc *p, int 
     const int64_t nv = r->cols / p->vec;
     const int words = words_per_vector(r->analysis, p->vec);
     int t = 1;
-    while (t < 1024 && ceil_div(nv, t) > (t < TN_REG_LONG_ROW_THREADS ? TN_REG_BATCH_TARGET : TN_REG_BATCH_LONG)) t *= 2;
+    while (t < 1024 && ceil_div(nv, t) > (t < TN_REG_LONG_ROW_THREADS   ? TN_REG_BATCH_TARGET
+                                          : t < TN_REG_LONGER_ROW_THREADS ? TN_REG_BATCH_LONG
+                                                                          : TN_REG_BATCH_LONGER))
+        t *= 2;
     /* Few rows: give each row more threads so the SMs have work. */
     const int64_t wanted = (int64_t)d->sm_count * 1024;
     int widened = 0;
@@ -416,16 +419,20 @@ static int schedule_tma_ws(const tn_schedule_request *r, tn_plan_desc *p, int fo
     const int64_t group_rows = 128 / t, row_bytes = r->cols * a->buffer_elem_bytes;
     const int64_t row_groups = ceil_div(r->rows, group_rows);
     if (!forced) {
-        /* Where tune on the H200 shows tma-ws ahead: rows of 48 KiB and more, at
-           least two of which fit in shared memory at once, one per consumer group
-           (softmax 4096 x 32768 bf16: 159 us with 3 groups of one slot, against
-           168 tma, 181 register). Shorter rows run faster on the register plan's
-           many small CTAs (rmsnorm 32768 x 4096: 129 register, 138 tma-ws); a row
-           that fills shared memory alone, on tma (rmsnorm 1024 x 65536: 81 against 110). */
+        /* Where tune on the H200 shows tma-ws ahead: rows of 64 KiB and more, at
+           least two of which fit in shared memory at once, one per consumer group,
+           of fusions that evaluate special functions per element in two or more
+           phases (softmax 4096 x 32768 bf16: 159 us with 3 groups of one slot,
+           against 168 tma and 181 register). Elsewhere it lost: layernorm 4096 x
+           32768 (159 against tma 149), softmax 4096 x 24576 (112 against register
+           100), rmsnorm 32768 x 4096 (138 against register 129). */
         const int64_t room = d->smem_per_block_optin - 4096;
         if (row_bytes < TN_WS_MIN_ROW_BYTES)
-            REJECT("rows of %lld bytes are under %d: the register plan's many CTAs keep memory busier",
+            REJECT("rows of %lld bytes are under %d: the register and tma plans keep memory busier",
                    (long long)row_bytes, TN_WS_MIN_ROW_BYTES);
+        if (a->special_evals < 2)
+            REJECT("%d special-function evaluations per element: too little work per byte for the consumer groups "
+                   "to pay", a->special_evals);
         if (room / (row_bytes + 16) < 2)
             REJECT("fewer than two rows of %lld bytes fit in shared memory at once", (long long)row_bytes);
         if (row_groups < (int64_t)TN_WS_MIN_GROUPS_PER_SM * d->sm_count)

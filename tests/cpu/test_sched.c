@@ -105,8 +105,7 @@ static void test_decisions(tn_context *ctx) {
     tn_plan_desc p;
     char err[320];
     tn_schedule_request req = {&a, 32768, 4096, 16, -1, &d};
-    CHECK(tn_schedule(&req, &p, err, sizeof err) && (p.kind == TN_PLAN_REGISTER || p.kind == TN_PLAN_TMA_WS) && p.vec == 8,
-          "32768x4096: register or tma-ws, vec 8");
+    CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_REGISTER && p.vec == 8, "32768x4096: register, vec 8");
     req.cols = 4097;
     CHECK(tn_schedule(&req, &p, err, sizeof err) && p.vec == 1, "odd N: vec 1");
     req.cols = 4096;
@@ -124,6 +123,20 @@ static void test_decisions(tn_context *ctx) {
     req.cols = 8192;
     CHECK(tn_schedule(&req, &p, err, sizeof err) && p.threads_per_row >= 512, "one row gets many threads: %d",
           p.threads_per_row);
+    tn_fusion_destroy(f);
+    /* tma-ws where tune showed it ahead: softmax rows of 64 KiB (exp in two phases), several rows per SM;
+       not for rmsnorm rows of the same length, nor for few rows. */
+    tn_fusion_builtin(ctx, TN_BUILTIN_SOFTMAX, &o, &f);
+    tn_analyze(f, &a);
+    tn_schedule_request sm = {&a, 4096, 32768, 16, -1, &d};
+    CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_TMA_WS && p.consumer_groups >= 2 && p.stages == 1,
+          "softmax 4096x32768: tma-ws: %s", p.why);
+    sm.rows = 64;
+    CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind != TN_PLAN_TMA_WS && strstr(p.why, "not tma-ws"),
+          "softmax 64x32768: not tma-ws: %s", p.why);
+    sm.rows = 4096;
+    sm.cols = 16384;
+    CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_REGISTER, "softmax 4096x16384: register");
     tn_fusion_destroy(f);
 }
 

@@ -1,7 +1,9 @@
 """CPU test of bench/regret.py's parser against the line `tmanorm tune` prints
 (tools/tune.c): a change to either shows here. Run: python3 tests/python/test_regret.py"""
+import json
 import os
 import re
+import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -25,7 +27,27 @@ def main():
     assert abs(r["regret"] - 1.254) < 1e-9 and abs(r["best_us"] - 4.05) < 1e-9, r
     md = regret.table(rows + [dict(r, regret=1.0, cols=4096)])
     assert "median regret 1.127, worst 1.254" in md, md
-    print("regret parser: 4 passed, 0 failed")
+    passed = 4
+    # --rescore: the scheduler's plan now (explain --json, no GPU), looked up in a tune table.
+    if len(sys.argv) > 1:
+        plan = json.loads(subprocess.run([sys.argv[1], "explain", "--op", "rmsnorm", "--rows", "32768", "--cols", "4096",
+                                          "--json"], capture_output=True, text=True, check=True).stdout)["plan"]
+        head = re.search(r'printf\("%-9s (.*?)\\n", (.*?)\);', src, re.S)
+        names = [a.strip().strip('"') for a in head[2].split(",")]
+        assert names[:2] == ["kind", "vec"] and "us" in names, names
+        cols = {"vec": "vec", "t/row": "threads_per_row", "rows": "rows_per_cta", "batch": "batch",
+                "block": "block_threads", "stages": "stages", "groups": "consumer_groups", "chunks": "chunks",
+                "smem": "smem_bytes"}
+
+        def row(p, us):
+            return " ".join([p["kind"]] + [str(p[cols[n]]) for n in names[1:-1]] + [f"{us:.2f}"])
+        other = dict(plan, kind="looped", threads_per_row=1024, rows_per_cta=1, block_threads=1024)
+        log = "\n".join([f"tune rmsnorm [32768 x 4096]: 2 candidates (vec 8), the scheduler's: {plan['kind']}",
+                         " ".join(names), row(other, 100.0), row(plan, 125.0), "regret ..."])
+        got = regret.rescore(log, sys.argv[1], "bf16")
+        assert len(got) == 1 and abs(got[0]["regret"] - 1.25) < 1e-9 and got[0]["best_kind"] == "looped", got
+        passed += 1
+    print(f"regret parser: {passed} passed, 0 failed")
 
 
 if __name__ == "__main__":
