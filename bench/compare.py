@@ -99,13 +99,15 @@ def max_rel_err(outs, refs):
 # reason it cannot run here. Weights are prepared per case (outside timing) where a system
 # insists on another dtype.
 
-def sys_tmanorm():
+def sys_tmanorm(pdl=None):
+    """tmanorm as its users run it by default: PDL on where the GPU has it (sm_90+), as FlashInfer's
+    norms do on Hopper; `tmanorm_nopdl` is the same with PDL off, reported beside it."""
     import tmanorm
     return {
-        "rmsnorm": lambda i: [tmanorm.rms_norm(i["x"], i["w"], EPS)],
-        "layernorm": lambda i: [tmanorm.layer_norm(i["x"], i["w"], i["b"], EPS)],
-        "softmax": lambda i: [tmanorm.softmax(i["x"])],
-        "add_rmsnorm": lambda i: list(tmanorm.add_rms_norm(i["x"], i["r"], i["w"], EPS)),
+        "rmsnorm": lambda i: [tmanorm.rms_norm(i["x"], i["w"], EPS, pdl=pdl)],
+        "layernorm": lambda i: [tmanorm.layer_norm(i["x"], i["w"], i["b"], EPS, pdl=pdl)],
+        "softmax": lambda i: [tmanorm.softmax(i["x"], pdl=pdl)],
+        "add_rmsnorm": lambda i: list(tmanorm.add_rms_norm(i["x"], i["r"], i["w"], EPS, pdl=pdl)),
     }
 
 
@@ -188,7 +190,7 @@ def sys_nvfuser():
     raise RuntimeError("nvfuser imported, but the harness has no nvFuser definitions yet")
 
 
-SYSTEMS = {"tmanorm": sys_tmanorm, "eager": sys_eager, "compile": sys_compile, "quack": sys_quack,
+SYSTEMS = {"tmanorm": sys_tmanorm, "tmanorm_nopdl": lambda: sys_tmanorm(pdl=False), "eager": sys_eager, "compile": sys_compile, "quack": sys_quack,
            "liger": sys_liger, "flashinfer": sys_flashinfer, "nvfuser": sys_nvfuser}
 
 

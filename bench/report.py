@@ -72,7 +72,8 @@ def summarize(rows, ceilings, unavailable, sources):
                 continue
             fastest = min(here, key=lambda s: float(here[s]["us"]))
             tn = here.get("tmanorm")
-            others = {s: r for s, r in here.items() if s != "tmanorm"}
+            # tmanorm with PDL off is tmanorm, not a peer: shown in the CSV and plots, not ranked.
+            others = {s: r for s, r in here.items() if not s.startswith("tmanorm")}
             best = min(others, key=lambda s: float(others[s]["us"])) if others else None
             ratio = float(others[best]["us"]) / float(tn["us"]) if tn and best else float("nan")
             if not math.isnan(ratio):

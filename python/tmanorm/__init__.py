@@ -60,6 +60,20 @@ class _ContextOptions(ctypes.Structure):
                 ("target", ctypes.c_char_p), ("force_target", ctypes.c_int)]
 
 
+class _PlanOptions(ctypes.Structure):
+    _fields_ = [("align_bytes", ctypes.c_int), ("plan_json", ctypes.c_char_p), ("kind", ctypes.c_char_p),
+                ("pdl", ctypes.c_int)]
+
+
+def _pdl_code(pdl):
+    """tn_plan_options.pdl: None -> 0 (on where the GPU has it, sm_90+), True -> 1, False -> -1."""
+    if pdl is None:
+        return 0
+    if not isinstance(pdl, bool):
+        raise TypeError(f"tmanorm: pdl must be None, True or False, not {pdl!r}")
+    return 1 if pdl else -1
+
+
 class _Tensor(ctypes.Structure):
     _fields_ = [("data", ctypes.c_void_p), ("dtype", ctypes.c_int), ("row_stride", ctypes.c_int64)]
 
@@ -131,8 +145,9 @@ class _Context:
     def has_gpu(self):
         return bool(_library().tn_context_has_gpu(self.handle))
 
-    def make_plan(self, op, dtypes, rows, cols, save_stats=0):
-        """A new plan (the caller owns it) for the built-in op with (input, weight, output) dtype codes."""
+    def make_plan(self, op, dtypes, rows, cols, save_stats=0, pdl=0):
+        """A new plan (the caller owns it) for the built-in op with (input, weight, output) dtype codes;
+        pdl as tn_plan_options.pdl (0 default, 1 on, -1 off)."""
         lib = _library()
         fusion = ctypes.c_void_p()
         opts = _BuiltinOptions(dtypes[0], dtypes[1], dtypes[2], save_stats)
@@ -140,18 +155,19 @@ class _Context:
                     "tn_fusion_builtin")
         plan = ctypes.c_void_p()
         try:
-            self._check(lib.tn_plan_create(self.handle, fusion, rows, cols, None, ctypes.byref(plan)),
+            popts = _PlanOptions(0, None, None, pdl)
+            self._check(lib.tn_plan_create(self.handle, fusion, rows, cols, ctypes.byref(popts), ctypes.byref(plan)),
                         "tn_plan_create")
         finally:
             lib.tn_fusion_destroy(fusion)
         return plan
 
-    def plan(self, op, dtypes, rows, cols, save_stats=0):
-        """The cached plan for (op, dtypes, shape), made on first use."""
-        key = (op, tuple(dtypes), rows, cols, save_stats)
+    def plan(self, op, dtypes, rows, cols, save_stats=0, pdl=0):
+        """The cached plan for (op, dtypes, shape, PDL setting), made on first use."""
+        key = (op, tuple(dtypes), rows, cols, save_stats, pdl)
         plan = self.plans.get(key)
         if plan is None:
-            plan = self.plans[key] = self.make_plan(op, dtypes, rows, cols, save_stats)
+            plan = self.plans[key] = self.make_plan(op, dtypes, rows, cols, save_stats, pdl)
         return plan
 
     def describe(self, plan, what=_DESCRIBE_TEXT):
@@ -348,8 +364,9 @@ def _stream(torch, device):
     return ctypes.c_void_p(torch.cuda.current_stream(device).cuda_stream)
 
 
-def _run(op, tensors, eps, out_dtype=None):
+def _run(op, tensors, eps, out_dtype=None, pdl=None):
     import torch
+    pdl_code = _pdl_code(pdl)
     call = _prepare(op, tensors, out_dtype)
     x = tensors["x"]
     y = torch.empty(x.shape, dtype=x.dtype if out_dtype is None else out_dtype, device=x.device)
@@ -357,7 +374,7 @@ def _run(op, tensors, eps, out_dtype=None):
     if call.rows > 0:  # an empty batch: nothing to compute, nothing to launch
         device = x.device.index if x.device.index is not None else torch.cuda.current_device()
         ctx = _context(device)
-        plan = ctx.plan(op, call.dtypes.options, call.rows, call.cols)
+        plan = ctx.plan(op, call.dtypes.options, call.rows, call.cols, 0, pdl_code)
         ins = _launch_tensors(call.inputs, call.dtypes.inputs)
         out_args = _launch_tensors([(o, call.cols) for o in outs], call.dtypes.outputs)
         params = [] if eps is None else [float(eps)]
@@ -365,24 +382,27 @@ def _run(op, tensors, eps, out_dtype=None):
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
-def rms_norm(x, weight, eps=1e-6, out_dtype=None):
+# pdl: programmatic dependent launch. None (the default): on where the GPU has it (sm_90+), as
+# FlashInfer's enable_pdl does on Hopper; True: on (an error below sm_90); False: off.
+
+def rms_norm(x, weight, eps=1e-6, out_dtype=None, pdl=None):
     """y = x * rsqrt(mean(x^2) + eps) * weight over the last dimension."""
-    return _run("rms_norm", {"x": x, "weight": weight}, eps, out_dtype)
+    return _run("rms_norm", {"x": x, "weight": weight}, eps, out_dtype, pdl)
 
 
-def layer_norm(x, weight, bias, eps=1e-5, out_dtype=None):
+def layer_norm(x, weight, bias, eps=1e-5, out_dtype=None, pdl=None):
     """y = (x - mean) * rsqrt(var + eps) * weight + bias over the last dimension (weight, bias: one dtype)."""
-    return _run("layer_norm", {"x": x, "weight": weight, "bias": bias}, eps, out_dtype)
+    return _run("layer_norm", {"x": x, "weight": weight, "bias": bias}, eps, out_dtype, pdl)
 
 
-def softmax(x, out_dtype=None):
+def softmax(x, out_dtype=None, pdl=None):
     """Softmax over the last dimension."""
-    return _run("softmax", {"x": x}, None, out_dtype)
+    return _run("softmax", {"x": x}, None, out_dtype, pdl)
 
 
-def add_rms_norm(x, residual, weight, eps=1e-6, out_dtype=None):
+def add_rms_norm(x, residual, weight, eps=1e-6, out_dtype=None, pdl=None):
     """(rms_norm(x + residual), x + residual), the sum rounded to x's dtype (residual: x's dtype and shape)."""
-    return _run("add_rms_norm", {"x": x, "residual": residual, "weight": weight}, eps, out_dtype)
+    return _run("add_rms_norm", {"x": x, "residual": residual, "weight": weight}, eps, out_dtype, pdl)
 
 
 def _explain_op(op):
@@ -400,7 +420,7 @@ def _explain_dtype(dtype):
     return code
 
 
-def explain(op, rows, cols, dtype="bf16", target=None):
+def explain(op, rows, cols, dtype="bf16", target=None, pdl=None):
     """The plan tmanorm makes for a built-in at [rows, cols] with every tensor in dtype, as text.
 
     op: rms_norm, layer_norm, softmax, add_rms_norm (or the command-line tool's rmsnorm, layernorm,
@@ -410,7 +430,7 @@ def explain(op, rows, cols, dtype="bf16", target=None):
     if target is None and not _has_gpu():
         target = "h200"
     ctx = _context(0, target)
-    plan = ctx.make_plan(name, (code,) * 3, rows, cols)
+    plan = ctx.make_plan(name, (code,) * 3, rows, cols, 0, _pdl_code(pdl))
     try:
         return ctx.describe(plan, _DESCRIBE_TEXT)
     finally:

@@ -360,6 +360,25 @@ def test_launch_checks_reach_library():
                  lambda: ctx.launch(plan, ins, outs, [1e-5], None))
 
 
+def test_pdl_option():
+    def pdl_of(text):
+        return int(re.search(r"^  pdl +(\d+)$", text, re.M)[1])
+    assert pdl_of(tmanorm.explain("rms_norm", 4096, 4096, "bf16", target="h200")) == 1  # on by default on Hopper
+    assert pdl_of(tmanorm.explain("rms_norm", 4096, 4096, "bf16", target="h200", pdl=False)) == 0
+    assert pdl_of(tmanorm.explain("rms_norm", 4096, 4096, "bf16", target="a100")) == 0  # not there below sm_90
+    try:
+        tmanorm.explain("rms_norm", 4096, 4096, "bf16", target="a100", pdl=True)
+        raise AssertionError("PDL forced on an A100 was accepted")
+    except tmanorm.TmanormError as e:
+        assert "sm_90" in str(e), e
+    for bad in (1, "on"):
+        try:
+            tmanorm.explain("rms_norm", 64, 64, "bf16", target="h200", pdl=bad)
+            raise AssertionError(f"pdl={bad!r} accepted")
+        except TypeError as e:
+            assert "pdl" in str(e), e
+
+
 def test_explain_names():
     for op in ("rms_norm", "rmsnorm"):
         text = tmanorm.explain(op, 4096, 4096, "bf16", target="h200")
