@@ -15,6 +15,8 @@
      one the scheduler could have made for the target (f8 outputs need
      sm_89), and generates a kernel. */
 #include <errno.h>
+#include <math.h>
+#include <stdlib.h>
 #include <limits.h>
 #include <string.h>
 
@@ -137,11 +139,16 @@ static void same_integer(const char *key, const char *value, const char *value_e
     if (*value == '"') return;
     for (int k = 0; k < printed->n; k++) {
         if (strcmp(printed->key[k], key) != 0) continue;
+        /* Any JSON number form (4096, 4096.0, 4.096e3): strtold is exact for the integers a plan holds
+           (at most 19 significant digits fit its 64-bit mantissa) in the C locale the fuzzer runs in. */
         errno = 0;
-        long long v = strtoll(value, NULL, 10);
-        FUZZ_CHECK(errno != ERANGE, "accepted \"%s\" beyond 64 bits: %.*s", key, (int)(value_end - value), value);
+        long double v = strtold(value, NULL);
+        FUZZ_CHECK(errno != ERANGE && v == floorl(v) && v >= -9223372036854775808.0L &&
+                       v <= 9223372036854775807.0L,
+                   "accepted \"%s\" that is no 64-bit integer: %.*s", key, (int)(value_end - value), value);
         long long held = strtoll(printed->value[k], NULL, 10);
-        FUZZ_CHECK(v == held, "accepted \"%s\" as another value: %lld as %lld", key, v, held);
+        FUZZ_CHECK(v == (long double)held, "accepted \"%s\" as another value: %.*s as %lld", key,
+                   (int)(value_end - value), value, held);
         return;
     }
     fuzz_fail("accepted \"%s\", which the plan does not print back", key);
