@@ -323,17 +323,18 @@ static void global_fetch(gen *g, int k, const char *ind) {
 
 /* shared: the ring skeleton's bulk copies put each row of each ROW input in
    the stage's shared memory; phases read it with 16-byte loads. */
-static void shared_setup(gen *g) {
+/* r<i>: this row's part of the stage for each ROW input (the stage is tn_stage). */
+static void stage_pointers(gen *g, const char *ind) {
     for (int k = 0; k < g->a->num_stage_inputs; k++) {
         const int i = g->a->stage_inputs[k];
         const char *st = k_dtype_code[g->f->nodes[i].dtype].storage;
         tn_strbuf_printf(g->sb,
-                         "        const tn_vec<%s, V> *__restrict__ r%d =\n"
-                         "            reinterpret_cast<const tn_vec<%s, V> *>(tn_stage + tn_src[%d].smem_offset + rr * "
-                         "tn_src[%d].row_bytes);\n",
-                         st, i, st, k, k);
+                         "%sconst tn_vec<%s, V> *__restrict__ r%d = reinterpret_cast<const tn_vec<%s, V> *>(\n"
+                         "%s    tn_stage + tn_src[%d].smem_offset + rr * tn_src[%d].row_bytes);\n",
+                         ind, st, i, st, ind, k, k);
     }
 }
+static void shared_setup(gen *g) { stage_pointers(g, "        "); }
 static void shared_fetch(gen *g, int k, const char *ind) {
     tn_strbuf_printf(g->sb, "%sconst tn_vec<%s, V> b%d = r%d[vi];\n", ind, k_dtype_code[g->f->nodes[k].dtype].storage, k,
                      k);
@@ -346,16 +347,6 @@ static void loop_close(gen *g) { tn_strbuf_append(g->sb, "            }\n       
    group's ring; each phase walks them in order (the first phase waits for each
    slot's copies, the last releases each slot once read), and each thread
    strides over its rows' vectors within a slot. */
-static void ws_pointers(gen *g) {
-    for (int k = 0; k < g->a->num_stage_inputs; k++) {
-        const int i = g->a->stage_inputs[k];
-        const char *st = k_dtype_code[g->f->nodes[i].dtype].storage;
-        tn_strbuf_printf(g->sb,
-                         "            const tn_vec<%s, V> *__restrict__ r%d = reinterpret_cast<const tn_vec<%s, V> *>(\n"
-                         "                tn_stage + tn_src[%d].smem_offset + rr * tn_src[%d].row_bytes);\n",
-                         st, i, st, k, k);
-    }
-}
 static void ws_loop_open(gen *g, int output_phase) {
     tn_strbuf_printf(g->sb, "%s        for (int ch = 0; ch < K; ch++) {\n"
                             "            const int slot = (int)((it + ch) %% S);\n",
@@ -363,7 +354,7 @@ static void ws_loop_open(gen *g, int output_phase) {
     if (g->first_phase)
         tn_strbuf_append(g->sb, "            tn_mbar_wait(&tn_wfull[slot], (unsigned)(((it + ch) / S) & 1));\n");
     tn_strbuf_append(g->sb, "            const unsigned char *tn_stage = tn_ring + slot * STAGE_BYTES;\n");
-    ws_pointers(g);
+    stage_pointers(g, "            ");
     tn_strbuf_printf(g->sb, "#pragma unroll %d\n            for (int vl = tr; vl < NV / K; vl += T) {\n"
                             "            const int vi = ch * (NV / K) + vl;\n"
                             "            if (%s) {\n",

@@ -34,8 +34,8 @@ extern "C" __global__ void __launch_bounds__(256) tn_kernel(
         const long long row = g * R + rr;
         const bool live = row < M;
         (void)live;
-        const tn_vec<tn_u16, V> *__restrict__ r0 =
-            reinterpret_cast<const tn_vec<tn_u16, V> *>(tn_stage + tn_src[0].smem_offset + rr * tn_src[0].row_bytes);
+        const tn_vec<tn_u16, V> *__restrict__ r0 = reinterpret_cast<const tn_vec<tn_u16, V> *>(
+            tn_stage + tn_src[0].smem_offset + rr * tn_src[0].row_bytes);
         float acc4[A];
 #pragma unroll
         for (int v = 0; v < A; v++) acc4[v] = 0.0f;
