@@ -108,6 +108,15 @@ def check_ops():
     w3 = torch.rand(1024, device="cuda", dtype=torch.bfloat16)
     e = rel_err(tmanorm.rms_norm(x3, w3), F.rms_norm(x3.double(), (1024,), w3.double(), 1e-6))
     report(e < 1e-2, f"rms_norm 3-D input rel err {e:.2e}")
+    # PDL on and off (per call): the same bits; the tma-ws plan (softmax rows of 64 KiB) too.
+    for rows, cols in ((64, 4096), (1024, 32768)):
+        x = torch.randn(rows, cols, device="cuda", dtype=torch.bfloat16)
+        w = torch.rand(cols, device="cuda", dtype=torch.bfloat16) + 0.5
+        same = torch.equal(tmanorm.rms_norm(x, w, pdl=False), tmanorm.rms_norm(x, w)) and torch.equal(
+            tmanorm.softmax(x, pdl=False), tmanorm.softmax(x))
+        report(same, f"pdl=False and the default give the same bits [{rows}, {cols}]")
+    e = rel_err(tmanorm.softmax(x), torch.softmax(x.double(), -1))
+    report(e < 1e-2, f"softmax [1024, 32768] (tma-ws) rel err {e:.2e}")
 
 
 def check_errors():
