@@ -356,7 +356,7 @@ static void ws_loop_open(gen *g, int output_phase) {
     tn_strbuf_append(g->sb, "            const unsigned char *tn_stage = tn_ring + slot * STAGE_BYTES;\n");
     stage_pointers(g, "            ");
     tn_strbuf_printf(g->sb, "#pragma unroll %d\n            for (int vl = tr; vl < NV / K; vl += T) {\n"
-                            "            const int vi = ch * (NV / K) + vl;\n"
+                            "            const int vi = ch * (NV / K) + vl;\n            (void)vi;\n"
                             "            if (%s) {\n",
                      g->p->batch, output_phase ? "live" : "true");
 }

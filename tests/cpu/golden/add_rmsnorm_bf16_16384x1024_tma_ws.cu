@@ -63,6 +63,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) tn_kernel(
 #pragma unroll 4
             for (int vl = tr; vl < NV / K; vl += T) {
             const int vi = ch * (NV / K) + vl;
+            (void)vi;
             if (true) {
                 const tn_vec<tn_u16, V> b0 = r0[vl];
                 const tn_vec<tn_u16, V> b1 = r1[vl];
@@ -95,6 +96,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) tn_kernel(
 #pragma unroll 4
             for (int vl = tr; vl < NV / K; vl += T) {
             const int vi = ch * (NV / K) + vl;
+            (void)vi;
             if (live) {
                 const tn_vec<tn_u16, V> b0 = r0[vl];
                 const tn_vec<tn_u16, V> b1 = r1[vl];

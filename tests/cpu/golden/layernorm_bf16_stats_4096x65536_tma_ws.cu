@@ -59,6 +59,7 @@ extern "C" __global__ void __launch_bounds__(160, 1) tn_kernel(
 #pragma unroll 4
             for (int vl = tr; vl < NV / K; vl += T) {
             const int vi = ch * (NV / K) + vl;
+            (void)vi;
             if (true) {
                 const tn_vec<tn_u16, V> b0 = r0[vl];
                 #pragma unroll
@@ -84,6 +85,7 @@ extern "C" __global__ void __launch_bounds__(160, 1) tn_kernel(
 #pragma unroll 4
             for (int vl = tr; vl < NV / K; vl += T) {
             const int vi = ch * (NV / K) + vl;
+            (void)vi;
             if (true) {
                 const tn_vec<tn_u16, V> b0 = r0[vl];
                 #pragma unroll
@@ -110,6 +112,7 @@ extern "C" __global__ void __launch_bounds__(160, 1) tn_kernel(
 #pragma unroll 4
             for (int vl = tr; vl < NV / K; vl += T) {
             const int vi = ch * (NV / K) + vl;
+            (void)vi;
             if (live) {
                 const tn_vec<tn_u16, V> b0 = r0[vl];
                 tn_vec<tn_u16, V> c1;
