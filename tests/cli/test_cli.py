@@ -91,6 +91,7 @@ def main():
     bad(E + shape + ["--pdl", "on", "--target", "a100"], "programmatic dependent launch", "sm_90")
     good(E + shape + ["--pdl", "off"], "pdl              0")
     good(E + shape + ["--kind", "tma"], "plan tma", "bulk copies")
+    good(E + shape + ["--kind", "tma-ws"], "plan tma-ws", "producer warp", "setmaxnreg")
     bad(E + shape + ["--dtype", "f64"], "--dtype", "'f64'", "f32, f16, bf16")
     bad(E + shape + ["--weight-dtype", "f64"], "--weight-dtype", "'f64'", "f32, f16, bf16")
     bad(E + shape + ["--out-dtype", "f64"], "--out-dtype", "'f64'", "f32, f16, bf16, f8e4m3")
@@ -190,6 +191,35 @@ def main():
             check(f"round trip --align {align}", rc == 0 and replayed is not None
                   and {k: v for k, v in replayed.items() if k != "why"} == {k: v for k, v in plan.items() if k != "why"},
                   f"rc={rc} {err.strip()!r}")
+
+        # ---- every kind's plan replays as explain --json prints it; a hand-written one may leave out the
+        # fields its kind does not use and write numbers as 4096.0 --------------------------------
+        for kind, op, rows, cols in (("register", "layernorm", 4096, 4096), ("looped", "rmsnorm", 64, 4096),
+                                     ("tma", "layernorm", 4096, 8192), ("tma-ws", "add_rmsnorm", 16384, 4096),
+                                     ("tma-ws", "softmax", 4096, 65536)):
+            args = ["explain", "--op", op, "--rows", str(rows), "--cols", str(cols), "--kind", kind]
+            rc, out, err = run(*args, "--json")
+            try:
+                plan = json.loads(out)["plan"]
+            except (ValueError, KeyError):
+                check(f"{kind} explain --json", False, f"rc={rc} {err!r}")
+                continue
+            saved = os.path.join(tmp, f"plan_{kind}.json")
+            with open(saved, "w") as f:
+                json.dump(plan, f)
+            rc, out2, err = run(*args[:-2], "--plan", saved, "--json")
+            ok = rc == 0 and json.loads(out2)["plan"] == dict(plan, why=json.loads(out2)["plan"]["why"])
+            check(f"{kind} {op} plan replays as printed", ok, f"rc={rc} {err.strip()!r}")
+        plan = json.loads(run("explain", "--op", "rmsnorm", "--rows", "4096", "--cols", "4096", "--kind", "register",
+                              "--json")[1])["plan"]
+        terse = {k: (float(v) if isinstance(v, int) else v) for k, v in plan.items()
+                 if k not in ("stages", "smem_bytes", "consumer_groups", "chunks", "producer_regs", "consumer_regs",
+                              "why")}
+        saved = os.path.join(tmp, "terse.json")
+        with open(saved, "w") as f:
+            json.dump(terse, f)
+        good(["explain", "--op", "rmsnorm", "--rows", "4096", "--cols", "4096", "--plan", saved], "plan register",
+             "rows             4096")
 
     print(f"cli: {passed} passed, {failed} failed")
     return 1 if failed else 0
