@@ -23,6 +23,11 @@ case "$step" in
     export TORCHINDUCTOR_COMPILE_THREADS=16
     python3 bench/compare.py --out "$out" "$@" 2>&1 | tee "$out/compare.log"
     python3 bench/report.py "$out"/*.csv --out "$out" >"$out/report.log" 2>&1 || tail -20 "$out/report.log"
+    # At most 8 files come back from a device call: the CSV and the summary as they are, the rest archived.
+    if [ -n "${OUT:-}" ]; then
+      tar czf "$OUT/bench-extras.tgz" -C "$out" --exclude '*.csv' --exclude '*summary.md' --exclude bench-extras.tgz . &&
+        find "$out" -maxdepth 1 -type f ! -name '*.csv' ! -name '*summary.md' ! -name bench-extras.tgz -delete
+    fi
     ;;
   *) echo "usage: run.sh stash DIR | bench [DIR] [compare.py options]" >&2; exit 2 ;;
 esac

@@ -5,6 +5,7 @@
 # per kind); then, alone on the GPU, the timed runs: tune over a set of shapes
 # (the heuristic's regret) and the acceptance run. Logs under $OUT.
 # Usage: tests/gpu/full.sh [OP:MxN ...]   (shapes for tune)
+# On the device ($OUT set) the logs end up in $OUT/full-logs.tgz.
 set -uo pipefail
 out=${OUT:-gpu-logs}
 mkdir -p "$out"
@@ -30,4 +31,8 @@ if [ -n "$shapes" ]; then
 fi
 ./build-gpu/tmanorm run --op rmsnorm --rows 32768 --cols 4096 --dtype bf16 --overhead 2>&1 | grep -E 'ceiling|time|host|check' | tee "$out/run_rmsnorm.log"
 echo "full.sh exit $rc"
+# The device call brings back at most 8 files: the logs travel as one archive (tar xzf full-logs.tgz).
+if [ -n "${OUT:-}" ]; then
+  tar czf "$OUT/full-logs.tgz" -C "$out" --exclude full-logs.tgz . && find "$out" -maxdepth 1 -type f ! -name full-logs.tgz -delete
+fi
 exit $rc
