@@ -25,8 +25,8 @@ case "$step" in
     python3 bench/report.py "$out"/*.csv --out "$out" >"$out/report.log" 2>&1 || tail -20 "$out/report.log"
     # At most 8 files come back from a device call: the CSV and the summary as they are, the rest archived.
     if [ -n "${OUT:-}" ]; then
-      tar czf "$OUT/bench-extras.tgz" -C "$out" --exclude '*.csv' --exclude '*summary.md' --exclude bench-extras.tgz . &&
-        find "$out" -maxdepth 1 -type f ! -name '*.csv' ! -name '*summary.md' ! -name bench-extras.tgz -delete
+      tar czf /tmp/bench-extras.tgz -C "$out" --exclude '*.csv' --exclude '*summary.md' . &&
+        find "$out" -maxdepth 1 -type f ! -name '*.csv' ! -name '*summary.md' -delete && mv /tmp/bench-extras.tgz "$OUT/"
     fi
     ;;
   *) echo "usage: run.sh stash DIR | bench [DIR] [compare.py options]" >&2; exit 2 ;;

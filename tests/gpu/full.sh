@@ -33,6 +33,6 @@ fi
 echo "full.sh exit $rc"
 # The device call brings back at most 8 files: the logs travel as one archive (tar xzf full-logs.tgz).
 if [ -n "${OUT:-}" ]; then
-  tar czf "$OUT/full-logs.tgz" -C "$out" --exclude full-logs.tgz . && find "$out" -maxdepth 1 -type f ! -name full-logs.tgz -delete
+  tar czf /tmp/full-logs.tgz -C "$out" . && find "$out" -maxdepth 1 -type f -delete && mv /tmp/full-logs.tgz "$OUT/"
 fi
 exit $rc
