@@ -68,7 +68,8 @@ def tune_tables(text):
                 continue
             fields = {"kind": cells[0]}
             fields.update({PLAN_COLUMNS[c]: int(cells[i]) for i, c in enumerate(columns) if c in PLAN_COLUMNS})
-            tables[key].append((fields, float(cells[len(columns) - 1])))
+            # tune times the fastest few in full after a short screen; "(screen)" marks the rest.
+            tables[key].append((fields, float(cells[len(columns) - 1]), "(screen)" not in line))
     return tables
 
 
@@ -82,8 +83,10 @@ def rescore(text, tmanorm, dtype):
         p = subprocess.run([tmanorm, "explain", "--op", op, "--rows", str(m), "--cols", str(n), "--dtype", dtype,
                             "--json"], capture_output=True, text=True)
         plan = json.loads(p.stdout)["plan"]
-        best = min(cands, key=lambda c: c[1])
-        mine = [us for fields, us in cands if all(plan.get(k, 0 if k != "chunks" else 1) == v for k, v in fields.items())]
+        best = min((c for c in cands if c[2]), key=lambda c: c[1])
+        mine = sorted(((not full, us) for fields, us, full in cands
+                       if all(plan.get(k, 0 if k != "chunks" else 1) == v for k, v in fields.items())))
+        mine = [us for _, us in mine]
         if not mine:
             print(f"{op} {m}x{n}: the scheduler's {plan['kind']} plan was not timed in this log", file=sys.stderr)
             continue

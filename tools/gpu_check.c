@@ -339,6 +339,10 @@ static int cmp_double(const void *a, const void *b) {
 #define REPLAYS 15
 
 tn_status tn_gpu_time(tn_plan *plan, const float *params, tn_timing *out) {
+    return tn_gpu_time_replays(plan, params, REPLAYS, out);
+}
+
+tn_status tn_gpu_time_replays(tn_plan *plan, const float *params, int replays, tn_timing *out) {
     tn_context *ctx = tn_plan_context(plan);
     const tn_fusion *f = tn_plan_fusion(plan);
     tn_status st = TN_STATUS_OK;
@@ -392,8 +396,9 @@ tn_status tn_gpu_time(tn_plan *plan, const float *params, tn_timing *out) {
     CU(ctx->cu->EventCreate(&e0, CU_EVENT_DEFAULT));
     CU(ctx->cu->EventCreate(&e1, CU_EVENT_DEFAULT));
     double per[REPLAYS];
-    for (int w = 0; w < 3; w++) CU(ctx->cu->GraphLaunch(exec, stream));
-    for (int r = 0; r < REPLAYS; r++) {
+    replays = replays < 1 ? 1 : replays > REPLAYS ? REPLAYS : replays;
+    for (int w = 0; w < (replays < REPLAYS ? 1 : 3); w++) CU(ctx->cu->GraphLaunch(exec, stream));
+    for (int r = 0; r < replays; r++) {
         float ms = 0;
         CU(ctx->cu->EventRecord(e0, stream));
         CU(ctx->cu->GraphLaunch(exec, stream));
@@ -402,9 +407,9 @@ tn_status tn_gpu_time(tn_plan *plan, const float *params, tn_timing *out) {
         CU(ctx->cu->EventElapsedTime(&ms, e0, e1));
         per[r] = ms * 1e3 / launches;
     }
-    qsort(per, REPLAYS, sizeof per[0], cmp_double);
-    out->us = per[REPLAYS / 2];
-    out->us_spread = per[REPLAYS - 1] - per[0];
+    qsort(per, (size_t)replays, sizeof per[0], cmp_double);
+    out->us = per[replays / 2];
+    out->us_spread = per[replays - 1] - per[0];
     out->gbs = (double)bytes / (out->us * 1e3);
     out->buffer_sets = nsets;
 done:

@@ -34,8 +34,10 @@ typedef struct tn_timing {
 
 /* Runs plan once on fresh random inputs and checks every output. */
 tn_status tn_gpu_check(tn_plan *plan, const float *params, const tn_check_options *opts, tn_check_result *out);
-/* Times plan in CUDA graphs over rotated buffer sets. */
+/* Times plan in CUDA graphs over rotated buffer sets: the median of 15 replays after 3 warm-ups. */
 tn_status tn_gpu_time(tn_plan *plan, const float *params, tn_timing *out);
+/* The same with `replays` (1 to 15) replays after one warm-up: a quick screen. */
+tn_status tn_gpu_time_replays(tn_plan *plan, const float *params, int replays, tn_timing *out);
 /* Device-to-device copy of bytes, counted read + written, in GB/s. */
 tn_status tn_gpu_copy_ceiling(tn_context *ctx, size_t bytes, double *gbs);
 /* Host cost of tn_plan_launch and of the bare cuLaunchKernelEx it makes, in µs per call. */

@@ -2,7 +2,10 @@
    shape (tn_schedule_candidates: every kind's candidates from the scheduler's
    own table), each checked against the reference and timed on the GPU,
    fastest first, with the scheduler's own choice marked and its regret (its
-   time over the best). What the heuristics are measured against. */
+   time over the best). What the heuristics are measured against.
+   Timing in two passes: every candidate with a short screen (3 replays), then
+   the fastest few and the scheduler's own again with the full method; the
+   regret compares full timings only. */
 #include "tune.h"
 
 #include <pthread.h>
@@ -17,25 +20,31 @@
 
 #define MAX_CANDIDATES 256
 #define COMPILE_THREADS 16
+#define SCREEN_REPLAYS 3
+#define CONFIRM_TOP 6 /* candidates timed again in full after the screen */
 
 typedef struct candidate {
     tn_plan_desc desc;
     tn_plan *plan;
     double us;
     int passed;
-    int chosen; /* the scheduler's own plan */
+    int chosen;    /* the scheduler's own plan */
+    int confirmed; /* timed in full, not only screened */
     char error[352];
 } candidate;
 
+/* Passed before failed, fully timed before screened, then by time. */
 static int by_time(const void *x, const void *y) {
     const candidate *a = x, *b = y;
     if (a->passed != b->passed) return b->passed - a->passed;
+    if (a->confirmed != b->confirmed) return b->confirmed - a->confirmed;
     return a->us < b->us ? -1 : a->us > b->us;
 }
 
 static int same_plan(const tn_plan_desc *a, const tn_plan_desc *b) {
     return a->kind == b->kind && a->vec == b->vec && a->threads_per_row == b->threads_per_row &&
-           a->rows_per_cta == b->rows_per_cta && a->batch == b->batch && a->grid == b->grid && a->stages == b->stages;
+           a->rows_per_cta == b->rows_per_cta && a->batch == b->batch && a->grid == b->grid && a->stages == b->stages &&
+           a->consumer_groups == b->consumer_groups && a->chunks == b->chunks;
 }
 
 typedef struct compile_pool {
@@ -107,10 +116,19 @@ int tn_tune(tn_context *ctx, const tn_fusion *f, int64_t rows, int64_t cols, con
             snprintf(c->error, sizeof c->error, "check: %s", tn_context_last_error(ctx));
         else if (!cr.passed)
             snprintf(c->error, sizeof c->error, "wrong: %s", cr.detail);
-        else if (tn_gpu_time(c->plan, params, &t) != TN_STATUS_OK)
+        else if (tn_gpu_time_replays(c->plan, params, SCREEN_REPLAYS, &t) != TN_STATUS_OK)
             snprintf(c->error, sizeof c->error, "time: %s", tn_context_last_error(ctx));
         else
             c->us = t.us, c->passed = 1;
+    }
+    qsort(cands, (size_t)n, sizeof cands[0], by_time);
+    for (int i = 0; i < n; i++) {
+        candidate *c = &cands[i];
+        tn_timing t;
+        if (c->passed && (i < CONFIRM_TOP || c->chosen)) {
+            if (tn_gpu_time(c->plan, params, &t) == TN_STATUS_OK) c->us = t.us, c->confirmed = 1;
+            else snprintf(c->error, sizeof c->error, "time: %s", tn_context_last_error(ctx)), c->passed = 0;
+        }
         tn_plan_destroy(c->plan);
         c->plan = NULL;
     }
@@ -121,9 +139,9 @@ int tn_tune(tn_context *ctx, const tn_fusion *f, int64_t rows, int64_t cols, con
     for (int i = 0; i < n; i++) {
         const tn_plan_desc *p = &cands[i].desc;
         if (cands[i].chosen) chosen_us = cands[i].us;
-        printf("%-9s %5d %7d %5d %6d %7d %6d %6d %6d %8d %10.2f%s%s%s\n", tn_plan_kind_name(p->kind), p->vec,
+        printf("%-9s %5d %7d %5d %6d %7d %6d %6d %6d %8d %10.2f%s%s%s%s\n", tn_plan_kind_name(p->kind), p->vec,
                p->threads_per_row, p->rows_per_cta, p->batch, p->block_threads, p->stages, p->consumer_groups, p->chunks,
-               p->smem_bytes, cands[i].us,
+               p->smem_bytes, cands[i].us, cands[i].passed && !cands[i].confirmed ? "  (screen)" : "",
                cands[i].chosen ? "  <- scheduler" : "", cands[i].passed ? "" : "  FAILED: ", cands[i].error);
     }
     int failed = 0;
