@@ -85,7 +85,7 @@ def rescore(text, tmanorm, dtype):
         plan = json.loads(p.stdout)["plan"]
         best = min((c for c in cands if c[2]), key=lambda c: c[1])
         mine = sorted(((not full, us) for fields, us, full in cands
-                       if all(plan.get(k, 0 if k != "chunks" else 1) == v for k, v in fields.items())))
+                       if all(plan[k] == v for k, v in fields.items())))
         mine = [us for _, us in mine]
         if not mine:
             print(f"{op} {m}x{n}: the scheduler's {plan['kind']} plan was not timed in this log", file=sys.stderr)

@@ -315,10 +315,8 @@ int64_t tn_ws_dynamic_smem(const tn_analysis *a, const tn_plan_desc *p) {
 }
 
 int64_t tn_ws_static_smem(const tn_analysis *a, const tn_plan_desc *p) {
-    /* Reduction scratch, two row groups deep so no barrier guards its reuse. */
-    return p->threads_per_row > 32
-               ? 2 * (int64_t)a->num_reductions * p->rows_per_cta * (p->threads_per_row / 32) * 4
-               : 0;
+    /* The tma kinds' reduction scratch, two row groups deep so no barrier guards its reuse. */
+    return 2 * tn_tma_static_smem(a, p);
 }
 
 int tn_ws_producer_regs(int stage_inputs) {
@@ -409,62 +407,60 @@ static int ws_threads_per_row(int64_t vectors) {
     return t;
 }
 
-static int schedule_tma_ws(const tn_schedule_request *r, tn_plan_desc *p, int forced, char *err, size_t cap) {
+/* The scheduler's own tma-ws shape, where tune on the H200 shows tma-ws ahead:
+   rows of 64 KiB and more, at least two of which fit in shared memory at once,
+   one per consumer group, of fusions that evaluate special functions per
+   element in two or more phases (softmax 4096 x 32768 bf16: 159 us with 3
+   groups of one slot, against 168 tma and 181 register). Elsewhere it lost:
+   layernorm 4096 x 32768 (159 against tma 149), softmax 4096 x 24576 (112
+   against register 100), rmsnorm 32768 x 4096 (138 against register 129). */
+static int ws_chosen_shape(const tn_schedule_request *r, tn_plan_desc *p, int t, char *err, size_t cap) {
     const tn_analysis *a = r->analysis;
     const tn_device_props *d = r->props;
-    if (!tma_possible(a, r->cols, r->align, d, err, cap)) return 0;
-    p->align_bytes = 16;
-    const int64_t nv = r->cols / p->vec;
-    const int t = ws_threads_per_row(nv);
-    const int64_t group_rows = 128 / t, row_bytes = r->cols * a->buffer_elem_bytes;
-    const int64_t row_groups = ceil_div(r->rows, group_rows);
-    if (!forced) {
-        /* Where tune on the H200 shows tma-ws ahead: rows of 64 KiB and more, at
-           least two of which fit in shared memory at once, one per consumer group,
-           of fusions that evaluate special functions per element in two or more
-           phases (softmax 4096 x 32768 bf16: 159 us with 3 groups of one slot,
-           against 168 tma and 181 register). Elsewhere it lost: layernorm 4096 x
-           32768 (159 against tma 149), softmax 4096 x 24576 (112 against register
-           100), rmsnorm 32768 x 4096 (138 against register 129). */
-        const int64_t room = d->smem_per_block_optin - 4096;
-        if (row_bytes < TN_WS_MIN_ROW_BYTES)
-            REJECT("rows of %lld bytes are under %d: the register and tma plans keep memory busier",
-                   (long long)row_bytes, TN_WS_MIN_ROW_BYTES);
-        if (a->special_evals < 2)
-            REJECT("%d special-function evaluations per element: too little work per byte for the consumer groups "
-                   "to pay", a->special_evals);
-        if (room / (row_bytes + 16) < 2)
-            REJECT("fewer than two rows of %lld bytes fit in shared memory at once", (long long)row_bytes);
-        if (row_groups < (int64_t)TN_WS_MIN_GROUPS_PER_SM * d->sm_count)
-            REJECT("%lld rows are under %d per SM: too few to keep consumer groups busy", (long long)row_groups,
-                   TN_WS_MIN_GROUPS_PER_SM);
-        int groups = (int)min_i64(room / (row_bytes + 16), TN_WS_MAX_GROUPS);
-        for (; groups >= 2; groups--)
-            if (ws_shape(r, p, t, groups, 1, 1)) goto found;
-        REJECT("no register split or shared memory for two consumer groups of one %lld-byte slot each",
-               (long long)row_bytes);
-    }
-    /* Two consumer groups (register sharing) where each can double-buffer whole
-       row groups; else one group whose ring streams the row in chunks, with as
-       many chunks ahead as fit. */
+    const int64_t row_bytes = r->cols * a->buffer_elem_bytes, room = d->smem_per_block_optin - 4096;
+    if (row_bytes < TN_WS_MIN_ROW_BYTES)
+        REJECT("rows of %lld bytes are under %d: the register and tma plans keep memory busier", (long long)row_bytes,
+               TN_WS_MIN_ROW_BYTES);
+    if (a->special_evals < 2)
+        REJECT("%d special-function evaluations per element: too little work per byte for the consumer groups to pay",
+               a->special_evals);
+    if (room / (row_bytes + 16) < 2)
+        REJECT("fewer than two rows of %lld bytes fit in shared memory at once", (long long)row_bytes);
+    if (ceil_div(r->rows, 128 / t) < (int64_t)TN_WS_MIN_GROUPS_PER_SM * d->sm_count)
+        REJECT("%lld rows are under %d per SM: too few to keep consumer groups busy", (long long)r->rows,
+               TN_WS_MIN_GROUPS_PER_SM);
+    for (int groups = (int)min_i64(room / (row_bytes + 16), TN_WS_MAX_GROUPS); groups >= 2; groups--)
+        if (ws_shape(r, p, t, groups, 1, 1)) return 1;
+    REJECT("no register split or shared memory for two consumer groups of one %lld-byte slot each",
+           (long long)row_bytes);
+}
+
+/* A forced tma-ws plan at any shape it can take: two consumer groups (register
+   sharing) where each can double-buffer whole row groups; else one group whose
+   ring streams the row in chunks, with as many chunks ahead as fit. */
+static int ws_any_shape(const tn_schedule_request *r, tn_plan_desc *p, int t, char *err, size_t cap) {
     for (int groups = 2; groups >= 1; groups--)
         for (int chunks = 1; chunks <= 32; chunks *= 2)
-            if (ws_shape(r, p, t, groups, chunks, 0) && p->stages >= 2 * chunks) goto found;
-    {
-        int best = 0;
-        double best_ahead = 0;
-        for (int chunks = 2; chunks <= 32; chunks *= 2)
-            if (ws_shape(r, p, t, 1, chunks, 0) && p->stages > chunks &&
-                (double)(p->stages - chunks) / chunks > best_ahead + 1e-9)
-                best = chunks, best_ahead = (double)(p->stages - chunks) / chunks;
-        if (!best || !ws_shape(r, p, t, 1, best, 0))
-            REJECT("a row group of %lld bytes leaves no room in %d bytes of shared memory to stream ahead",
-                   (long long)(group_rows * row_bytes), d->smem_per_block_optin);
-    }
-found:
+            if (ws_shape(r, p, t, groups, chunks, 0) && p->stages >= 2 * chunks) return 1;
+    int best = 0;
+    double best_ahead = 0;
+    for (int chunks = 2; chunks <= 32; chunks *= 2)
+        if (ws_shape(r, p, t, 1, chunks, 0) && p->stages > chunks &&
+            (double)(p->stages - chunks) / chunks > best_ahead + 1e-9)
+            best = chunks, best_ahead = (double)(p->stages - chunks) / chunks;
+    if (best && ws_shape(r, p, t, 1, best, 0)) return 1;
+    REJECT("a row group of %lld bytes leaves no room in %d bytes of shared memory to stream ahead",
+           (long long)(128 / t * r->cols * r->analysis->buffer_elem_bytes), r->props->smem_per_block_optin);
+}
+
+static int schedule_tma_ws(const tn_schedule_request *r, tn_plan_desc *p, int forced, char *err, size_t cap) {
+    if (!tma_possible(r->analysis, r->cols, r->align, r->props, err, cap)) return 0;
+    p->align_bytes = 16;
+    const int t = ws_threads_per_row(r->cols / p->vec);
+    if (!(forced ? ws_any_shape : ws_chosen_shape)(r, p, t, err, cap)) return 0;
     why(p, "tma-ws: a producer warp%s keeps %d slots of %lld bytes full with bulk copies for each of %d consumer warp "
         "group%s; a group takes %d row%s of %d threads each%s", p->consumer_groups > 1 ? " group" : "", p->stages,
-        (long long)tn_ws_stage_bytes(a, p), p->consumer_groups, p->consumer_groups > 1 ? "s" : "",
+        (long long)tn_ws_stage_bytes(r->analysis, p), p->consumer_groups, p->consumer_groups > 1 ? "s" : "",
         ws_rows_per_group(p), ws_rows_per_group(p) > 1 ? "s" : "", p->threads_per_row,
         p->chunks > 1 ? ", streamed through its slots in chunks" : "");
     if (p->consumer_groups > 1)

@@ -118,35 +118,14 @@ static const char *parse_string(const char *s, char *out, size_t cap) {
     return s + 1;
 }
 
-/* A JSON integer (no fraction, no exponent, no leading zeros) into *v; NULL if
-   malformed or outside int64. */
-static const char *parse_int_digits(const char *s, int64_t *v) {
-    const char *p = s;
-    int neg = *p == '-';
-    if (neg) p++;
-    if (*p < '0' || *p > '9' || (*p == '0' && p[1] >= '0' && p[1] <= '9')) return NULL;
-    uint64_t mag = 0;
-    const uint64_t limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
-    for (; *p >= '0' && *p <= '9'; p++) {
-        unsigned d = (unsigned)(*p - '0');
-        if (mag > (limit - d) / 10) return NULL;
-        mag = mag * 10 + d;
-    }
-    if (*p == '.' || *p == 'e' || *p == 'E') return NULL;
-    *v = neg ? (mag == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)mag) : (int64_t)mag;
-    return p;
-}
-
 /* Any JSON number whose value is an integer: 4096, 4096.0, 4.096e3, exactly
    (digit by digit, not through a locale-dependent strtod). NULL if malformed,
    fractional or outside int64. */
 static const char *parse_int(const char *s, int64_t *v) {
-    const char *p = parse_int_digits(s, v);
-    if (p) return p;
     /* The JSON number grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
     char digits[48];
-    int nd = 0, point = 0, exp = 0, neg = 0; /* value = 0.digits... shifted: digits * 10^(exp - point) */
-    p = s;
+    int nd = 0, point = 0, exp = 0, neg = 0; /* value = digits * 10^(exp - point) */
+    const char *p = s;
     if (*p == '-') neg = 1, p++;
     if (*p < '0' || *p > '9' || (*p == '0' && p[1] >= '0' && p[1] <= '9')) return NULL;
     for (; *p >= '0' && *p <= '9'; p++)
