@@ -52,6 +52,41 @@ static void analyze_phases(const tn_fusion *f, tn_analysis *an) {
     }
 }
 
+/* The values computed before any reduction (level 0) that a later phase takes
+   into a value after a reduction or into an output: held in f32 from the first
+   phase on. add_rmsnorm keeps its one rounded sum, not x and residual. A
+   widening cast is the same register as its operand. */
+static int kept_value(const tn_fusion *f, int i) {
+    while (f->nodes[i].kind == TN_OP_CAST) {
+        const int src = (int)f->nodes[i].args[0].index;
+        if (f->nodes[src].shape != TN_SHAPE_ROW || tn_dtype_size(f->nodes[i].dtype) < tn_dtype_size(f->nodes[src].dtype))
+            break;
+        i = src;
+    }
+    return i;
+}
+
+static int values_kept_across_phases(const tn_fusion *f, const tn_analysis *an) {
+    unsigned char kept[TN_MAX_NODES] = {0};
+    int count = 0;
+    for (int p = 1; p <= an->num_levels && an->num_levels <= TN_MAX_REDUCTION_LEVELS; p++) {
+        const unsigned char *need = an->phase_need[p];
+        for (int j = 0; j < f->num_nodes; j++) {
+            if (!need[j] || an->level[j] == 0) continue;
+            for (int a = 0; a < f->nodes[j].nargs; a++) {
+                const int i = kept_value(f, (int)f->nodes[j].args[a].index);
+                if (f->nodes[i].shape == TN_SHAPE_ROW && an->level[i] == 0 && !kept[i]) kept[i] = 1, count++;
+            }
+        }
+        if (p == an->num_levels)
+            for (int r = 0; r < an->num_row_outputs; r++) {
+                const int i = kept_value(f, (int)f->outputs[an->row_outputs[r]].value.index);
+                if (an->level[i] == 0 && !kept[i]) kept[i] = 1, count++;
+            }
+    }
+    return count;
+}
+
 static void note_size(tn_analysis *an, int size) {
     if (size < an->min_row_elem_size) an->min_row_elem_size = size;
     if (size > an->max_elem_size) an->max_elem_size = size;
@@ -119,6 +154,8 @@ void tn_analyze(const tn_fusion *f, tn_analysis *an) {
         }
     }
     analyze_phases(f, an);
+    const int kept = values_kept_across_phases(f, an);
+    an->kept_values = kept < an->num_stage_inputs && an->num_levels ? kept : an->num_stage_inputs;
 }
 
 int tn_analysis_within_limits(const tn_analysis *a, char *err, size_t cap) {

@@ -35,6 +35,10 @@ typedef struct tn_analysis {
     int col_elem_bytes;       /* per column: COL inputs, read once */
     int rowscalar_bytes;      /* per row: ROWSCALAR inputs and outputs */
     int buffer_elem_bytes;    /* per element of a row: the ROW inputs kept on chip */
+    /* per element of a row: the values computed before the first reduction that
+       later phases take (the compiler keeps them from the first phase on), at
+       most one per ROW input kept on chip; add_rmsnorm keeps 1 of its 2 */
+    int kept_values;
     /* The ROW inputs kept on chip (used ones), in input order, and where each
        starts in a row's on-chip copy: bytes per element of the ones before it. */
     int stage_inputs[TN_MAX_IO], num_stage_inputs;

@@ -50,7 +50,12 @@ static int regs_cap(const tn_device_props *d, int block) {
     return cap > 255 ? 255 : cap;
 }
 
-static int words_per_vector(const tn_analysis *a, int vec) { return (int)ceil_div((int64_t)vec * a->buffer_elem_bytes, 4); }
+/* Words of row buffer per vector: the loaded inputs, scaled to the share that
+   later phases still take (kept_values of num_stage_inputs). */
+static int words_per_vector(const tn_analysis *a, int vec) {
+    const int inputs = a->num_stage_inputs ? a->num_stage_inputs : 1;
+    return (int)ceil_div((int64_t)vec * a->buffer_elem_bytes * (a->kept_values ? a->kept_values : 1), 4 * inputs);
+}
 
 /* Fills the register-plan fields for t threads per row; 0 if the row's
    registers do not fit under the cap of the resulting block. */

@@ -65,8 +65,9 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
 #define TN_REG_WIDEN_MAX 512
 /* Registers a thread needs to hold `words` of row buffer. Measured with the
    compile tier: the unrolled phases keep about one temporary per buffered
-   word live, so a 32-word buffer spills under the 64-register cap of a
-   1024-thread CTA and a 64-word one under the 128 cap of a 512-thread CTA. */
+   word live (bf16 values unpacked to f32), so a 32-word buffer spills under
+   the 64-register cap of a 1024-thread CTA and a 64-word one under the 128
+   cap of a 512-thread CTA; f32 layernorm spills at 40 words under 64. */
 #define TN_REG_NEED(words) (2 * (words) + 24)
 #define TN_BLOCK_TARGET 256     /* threads per CTA the register plan aims for */
 

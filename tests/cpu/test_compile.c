@@ -105,6 +105,13 @@ void test_compile(void) {
             compile_one(ctx, (tn_builtin)op, TN_DTYPE_F32, 4096, cols[ci], NULL, &plans);
             compile_one(ctx, (tn_builtin)op, TN_DTYPE_BF16, 4096, cols[ci], "looped", &plans);
         }
+    /* The scheduler's own choices at hidden sizes real models use, off the sweep. */
+    static const int64_t model_cols[] = {1536, 2560, 3072, 6144, 9216, 12288, 20480, 24576, 40960, 81920};
+    for (int op = 0; op < TN_BUILTIN_COUNT; op++)
+        for (size_t ci = 0; ci < sizeof model_cols / sizeof model_cols[0]; ci++) {
+            compile_one(ctx, (tn_builtin)op, TN_DTYPE_BF16, 2000, model_cols[ci], NULL, &plans);
+            compile_one(ctx, (tn_builtin)op, TN_DTYPE_F32, 33, model_cols[ci], NULL, &plans);
+        }
     /* The tma kind over the sweep's row lengths, wherever a row fits in shared memory. */
     for (int op = 0; op < TN_BUILTIN_COUNT; op++)
         for (size_t ci = 0; ci < 9; ci++) {
