@@ -21,7 +21,10 @@ static void check_invariants(const tn_plan_desc *p, const tn_analysis *a, const 
         CHECK((int64_t)p->threads_per_row * p->batch >= nv, "%s: row not covered", what);
         CHECK((int64_t)p->threads_per_row * (p->batch - 1) < nv, "%s: a whole batch slot is idle", what);
         CHECK(p->grid * p->rows_per_cta >= p->rows || p->grid == 0x7fffffff, "%s: rows not covered", what);
-        int words = (int)((p->vec * a->buffer_elem_bytes + 3) / 4) * p->batch;
+        /* The share of the loaded inputs that later phases take (add_rmsnorm: its sum, 1 of 2). */
+        CHECK(a->kept_values >= 1 && a->kept_values <= a->num_stage_inputs, "%s: kept %d of %d inputs", what,
+              a->kept_values, a->num_stage_inputs);
+        int words = (int)((p->vec * a->buffer_elem_bytes * a->kept_values / a->num_stage_inputs + 3) / 4) * p->batch;
         int cap = d->regs_per_sm / p->block_threads;
         CHECK(TN_REG_NEED(words) <= cap, "%s: buffer of %d words over the %d-register cap", what, words, cap);
     } else if (p->kind == TN_PLAN_LOOPED) {
@@ -137,6 +140,15 @@ static void test_decisions(tn_context *ctx) {
     sm.rows = 4096;
     sm.cols = 16384;
     CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_REGISTER, "softmax 4096x16384: register");
+    tn_fusion_destroy(f);
+    /* add_rmsnorm's later phase takes only the rounded sum: half its loaded inputs stay live, so rows of
+       32768 fit in registers (ptxas: 175 registers at 256 threads, no spills). */
+    tn_fusion_builtin(ctx, TN_BUILTIN_ADD_RMSNORM, &o, &f);
+    tn_analyze(f, &a);
+    CHECK(a.num_stage_inputs == 2 && a.kept_values == 1, "add_rmsnorm keeps %d of %d inputs", a.kept_values,
+          a.num_stage_inputs);
+    tn_schedule_request ar = {&a, 4096, 32768, 16, -1, &d};
+    CHECK(tn_schedule(&ar, &p, err, sizeof err) && p.kind == TN_PLAN_REGISTER, "add_rmsnorm 4096x32768: %s", p.why);
     tn_fusion_destroy(f);
 }
 
