@@ -62,7 +62,7 @@ def tune_tables(text):
             tables[key] = []
         elif key and line.startswith("kind "):
             columns = line.split()
-        elif key and columns and line.split() and line.split()[0] in ("register", "looped", "tma", "tma-ws"):
+        elif key and columns and line.split() and line.split()[0] in ("register", "looped", "tma", "tma-ws", "cluster"):
             cells = line.split()
             if len(cells) < len(columns) or "FAILED" in line:
                 continue

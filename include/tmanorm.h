@@ -211,7 +211,7 @@ typedef struct tn_plan_options {
     int align_bytes;
     /* A plan in JSON (as tn_plan_describe prints it) to replay instead of scheduling. */
     const char *plan_json;
-    /* Force a plan kind by name ("register", "looped", "tma", "tma-ws"); NULL: let the
+    /* Force a plan kind by name ("register", "looped", "tma", "tma-ws", "cluster"); NULL: let the
        scheduler pick. Fallback variants for tensors aligned below what the
        forced kind needs use the scheduler's choice. */
     const char *kind;

@@ -95,7 +95,7 @@ static const option_info k_options[O_COUNT] = {
     [O_STATS] = {"stats", NULL, ALL, "also output rstd (and mean for layernorm); not for softmax"},
     [O_EPS] = {"eps", "E", C_DEMO | C_RUN | C_TUNE,
                "epsilon: a finite float from 1.2e-38 to 3.4e38 (default 1e-6); not for softmax"},
-    [O_KIND] = {"kind", "K", C_DEMO | C_EXPLAIN | C_RUN, "force a plan kind: register | looped | tma | tma-ws"},
+    [O_KIND] = {"kind", "K", C_DEMO | C_EXPLAIN | C_RUN, "force a plan kind: register | looped | tma | tma-ws | cluster"},
     [O_PLAN] = {"plan", "FILE", C_EXPLAIN | C_RUN,
                 "replay a plan saved as JSON, at most 1 MiB (the \"plan\" member of explain --json,\n"
                 "                       or what tune prints after \"best:\")"},

@@ -371,10 +371,21 @@ static void ws_fetch(gen *g, int k, const char *ind) {
 }
 static void no_setup(gen *g) { (void)g; }
 
+/* shared slice (cluster): this CTA's stage holds columns [rank * N / CL, (rank
+   + 1) * N / CL) of its rows; vl indexes the slice, vi the whole row. */
+static void slice_loop_open(gen *g, int output_phase) {
+    tn_strbuf_printf(g->sb, "#pragma unroll %d\n        for (int vl = tr; vl < NVL; vl += T) {\n"
+                            "            const int vi = (int)rank * NVL + vl;\n            (void)vi;\n"
+                            "            if (%s) {\n",
+                     g->p->batch, output_phase ? "live" : "true");
+}
+
 static const storage_code k_registers = {"registers", registers_setup, registers_loop, loop_close, registers_fetch};
 static const storage_code k_global = {"global memory", global_setup, strided_loop, loop_close, global_fetch};
 static const storage_code k_shared = {"shared memory (bulk copies)", shared_setup, strided_loop, loop_close,
                                       shared_fetch};
+static const storage_code k_shared_slice = {"shared memory, a slice of each row per CTA (bulk copies)", shared_setup,
+                                            slice_loop_open, loop_close, ws_fetch};
 static const storage_code k_shared_chunks = {"shared memory, a ring of chunks (bulk copies)", no_setup, ws_loop_open,
                                              ws_loop_close, ws_fetch};
 
@@ -439,7 +450,7 @@ static void ring_open(gen *g) {
     tn_strbuf_append(g->sb,
                      "    unsigned long long *tn_full = reinterpret_cast<unsigned long long *>(tn_smem + S * STAGE_BYTES);\n"
                      "    const long long G = M / R + (M % R != 0);\n"
-                     "    tn_ring_start<R, S, NIN>(tn_src, tn_smem, STAGE_BYTES, tn_full, G, M);\n"
+                     "    tn_ring_start<R, S, NIN>(tn_src, tn_smem, STAGE_BYTES, tn_full, G, M, blockIdx.x, gridDim.x, 0);\n"
                      "    long long turn = 0;\n"
                      "    for (long long g = blockIdx.x; g < G; g += gridDim.x, turn++) {\n"
                      "        const int slot = (int)(turn % S);\n"
@@ -450,7 +461,7 @@ static void ring_open(gen *g) {
 }
 static void ring_close(gen *g) {
     (void)g;
-    tn_strbuf_append(g->sb, "        tn_ring_refill<R, S, NIN>(tn_src, tn_smem + slot * STAGE_BYTES, &tn_full[slot], g, M);\n"
+    tn_strbuf_append(g->sb, "        tn_ring_refill<R, S, NIN>(tn_src, tn_smem + slot * STAGE_BYTES, &tn_full[slot], g, M, gridDim.x, 0);\n"
                             "    }\n");
 }
 
@@ -508,8 +519,49 @@ static void ws_reduce(gen *g, int k) {
                      g->f->nodes[k].op, k, slot);
 }
 
+/* cluster ring: the ring above in every CTA of a cluster, each on its slice of
+   the cluster's row groups (cid, cid + clusters, ...); a reduction reduces over
+   the CTA, then over the cluster (tn_cluster_reduce). */
+static void cluster_open(gen *g) {
+    cta_rows(g);
+    tn_strbuf_printf(g->sb, "    constexpr int S = %d, CL = %d, NVL = NV / CL;\n", g->p->stages, g->p->cluster);
+    row_sources(g, g->p->rows_per_cta, g->p->cols / g->p->cluster);
+    tn_strbuf_append(g->sb,
+                     "    const unsigned rank = tn_cluster_rank();\n"
+                     "    const long long cid = blockIdx.x / CL, clusters = gridDim.x / CL;\n"
+                     "    unsigned long long *tn_full = reinterpret_cast<unsigned long long *>(tn_smem + S * STAGE_BYTES);\n"
+                     "    const long long G = M / R + (M % R != 0);\n"
+                     "    tn_ring_start<R, S, NIN>(tn_src, tn_smem, STAGE_BYTES, tn_full, G, M, cid, clusters, (int)rank);\n"
+                     "    tn_cluster_sync();  // every CTA of the cluster runs before any writes to another's shared memory\n"
+                     "    long long turn = 0;\n"
+                     "    for (long long g = cid; g < G; g += clusters, turn++) {\n"
+                     "        const int slot = (int)(turn % S);\n"
+                     "        tn_mbar_wait(&tn_full[slot], (unsigned)((turn / S) & 1));\n"
+                     "        const unsigned char *tn_stage = tn_smem + slot * STAGE_BYTES;\n"
+                     "        const long long row = g * R + rr;\n"
+                     "        const bool live = row < M;\n        (void)live;\n");
+}
+static void cluster_close(gen *g) {
+    (void)g;
+    tn_strbuf_append(g->sb, "        tn_ring_refill<R, S, NIN>(tn_src, tn_smem + slot * STAGE_BYTES, &tn_full[slot], g, M, clusters,\n"
+                            "                                  (int)rank);\n"
+                            "    }\n"
+                            "    tn_cluster_sync();  // no CTA leaves while another may still write to its shared memory\n");
+}
+static void cluster_scratch(gen *g) {
+    cta_scratch(g);
+    if (g->nred) tn_strbuf_printf(g->sb, "    __shared__ float tn_cred[2][%d][R][%d];\n", g->nred, g->p->cluster);
+}
+static void cluster_reduce(gen *g, int k) {
+    tn_strbuf_printf(g->sb, "tn_cluster_reduce<CL, %d>(", g->f->nodes[k].op);
+    cta_reduce(g, k);
+    tn_strbuf_printf(g->sb, ", tn_cred[turn & 1][%d][rr], tr, rank)", g->slot_of[k]);
+}
+
 static const skeleton_code k_grid_stride = {"grid-stride", grid_stride_open, grid_stride_close, cta_scratch, cta_reduce};
 static const skeleton_code k_ring = {"ring of shared-memory stages", ring_open, ring_close, cta_scratch, cta_reduce};
+static const skeleton_code k_cluster_ring = {"ring of shared-memory stages in each CTA of a cluster", cluster_open,
+                                             cluster_close, cluster_scratch, cluster_reduce};
 static const skeleton_code k_ws_ring = {"warp-specialized ring (producer warp, consumer warp groups)", ws_open, ws_close,
                                         ws_scratch, ws_reduce};
 
@@ -525,6 +577,7 @@ static const kind_code k_kinds[TN_PLAN_KIND_COUNT] = {
     [TN_PLAN_LOOPED] = {&k_global, &k_grid_stride},
     [TN_PLAN_TMA] = {&k_shared, &k_ring},
     [TN_PLAN_TMA_WS] = {&k_shared_chunks, &k_ws_ring},
+    [TN_PLAN_CLUSTER] = {&k_shared_slice, &k_cluster_ring},
 };
 
 void tn_codegen(const tn_fusion *f, const tn_analysis *a, const tn_plan_desc *p, tn_strbuf *sb) {

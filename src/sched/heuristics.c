@@ -112,9 +112,9 @@ static int schedule_register(const tn_schedule_request *r, tn_plan_desc *p, int 
 
 /* The kinds without a producer warp leave its fields at rest. */
 static int check_no_ws_fields(const tn_plan_desc *p, char *err, size_t cap) {
-    if (p->consumer_groups || p->chunks != 1 || p->producer_regs || p->consumer_regs)
-        REJECT("plan: a %s plan has no consumer groups, chunks or register sharing (consumer_groups 0, chunks 1, "
-               "producer_regs and consumer_regs 0)", tn_plan_kind_name(p->kind));
+    if (p->consumer_groups || p->chunks != 1 || p->producer_regs || p->consumer_regs || p->cluster != 1)
+        REJECT("plan: a %s plan has no consumer groups, chunks, register sharing or cluster (consumer_groups 0, "
+               "chunks 1, producer_regs and consumer_regs 0, cluster 1)", tn_plan_kind_name(p->kind));
     return 1;
 }
 
@@ -194,11 +194,15 @@ static int candidates_looped(const tn_schedule_request *r, const tn_plan_desc *b
 /* ---- tma: rows in shared memory through a ring of bulk-copied stages ----------------- */
 
 int64_t tn_tma_static_smem(const tn_analysis *a, const tn_plan_desc *p) {
-    return p->threads_per_row > 32 ? (int64_t)a->num_reductions * p->rows_per_cta * (p->threads_per_row / 32) * 4 : 0;
+    const int64_t cta = p->threads_per_row > 32 ? (int64_t)a->num_reductions * p->rows_per_cta * (p->threads_per_row / 32) * 4 : 0;
+    /* A cluster's parts of each reduction, two row groups deep (tn_cred). */
+    const int64_t cluster = p->cluster > 1 ? 2LL * a->num_reductions * p->rows_per_cta * p->cluster * 4 : 0;
+    return cta + cluster;
 }
 
 int64_t tn_tma_dynamic_smem(const tn_analysis *a, const tn_plan_desc *p) {
-    return (int64_t)p->stages * p->rows_per_cta * p->cols * a->buffer_elem_bytes + 8 * (int64_t)p->stages;
+    /* A cluster CTA's stage holds its slice of each row. */
+    return (int64_t)p->stages * p->rows_per_cta * (p->cols / p->cluster) * a->buffer_elem_bytes + 8 * (int64_t)p->stages;
 }
 
 /* What makes a tma plan impossible whatever its shape; 0 and the reason if so. */
@@ -224,14 +228,16 @@ static int tma_shape(const tn_schedule_request *r, tn_plan_desc *p, int t, int r
     p->rows_per_cta = rows;
     p->block_threads = block;
     p->stages = stages;
-    p->batch = (int)min_i64(ceil_div(p->cols / p->vec, t), 4); /* loop unroll: shared memory answers fast */
+    /* loop unroll: shared memory answers fast */
+    p->batch = (int)min_i64(ceil_div(p->cols / p->cluster / p->vec, t), 4);
     const int64_t dyn = tn_tma_dynamic_smem(r->analysis, p), stat = tn_tma_static_smem(r->analysis, p);
     if (dyn + stat > d->smem_per_block_optin) return 0;
     p->smem_bytes = (int)dyn;
-    /* Persistent: as many CTAs as fit on every SM (1 KiB of shared memory is the system's per CTA). */
+    /* Persistent: as many CTAs as fit on every SM (1 KiB of shared memory is the system's per CTA), in whole clusters. */
     int64_t per_sm = min_i64(d->smem_per_sm / (dyn + stat + 1024), d->max_threads_per_sm / block);
     per_sm = per_sm < 1 ? 1 : per_sm > 32 ? 32 : per_sm;
-    p->grid = min_i64(ceil_div(r->rows, rows), per_sm * d->sm_count);
+    const int64_t clusters = min_i64(ceil_div(r->rows, rows), per_sm * d->sm_count / p->cluster);
+    p->grid = (clusters < 1 ? 1 : clusters) * p->cluster;
     return 1;
 }
 
@@ -356,8 +362,9 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
     return 1;
 }
 
-/* 1 if the row splits into `chunks` slots of whole vectors, each a multiple of 16 bytes of every input. */
-static int ws_chunks_fit(const tn_analysis *a, int64_t cols, int vec, int chunks) {
+/* 1 if the row splits into `chunks` parts (tma-ws slots, cluster slices) of whole vectors, each a multiple of 16
+   bytes of every input. */
+static int row_splits_fit(const tn_analysis *a, int64_t cols, int vec, int chunks) {
     if ((cols / vec) % chunks) return 0;
     const int64_t ce = cols / chunks;
     for (int k = 0; k < a->num_stage_inputs; k++) {
@@ -371,7 +378,7 @@ static int ws_chunks_fit(const tn_analysis *a, int64_t cols, int vec, int chunks
 static int ws_shape(const tn_schedule_request *r, tn_plan_desc *p, int t, int groups, int chunks, int stages) {
     const tn_device_props *d = r->props;
     if (t < 1 || t > 128 || 128 % t || groups < 1 || groups > TN_WS_MAX_GROUPS ||
-        !ws_chunks_fit(r->analysis, p->cols, p->vec, chunks))
+        !row_splits_fit(r->analysis, p->cols, p->vec, chunks))
         return 0;
     p->kind = TN_PLAN_TMA_WS;
     p->threads_per_row = t;
@@ -476,13 +483,14 @@ static int schedule_tma_ws(const tn_schedule_request *r, tn_plan_desc *p, int fo
 static int check_tma_ws(const tn_plan_desc *p, const tn_analysis *a, const tn_device_props *d, char *err, size_t cap) {
     if (!tma_possible(a, p->cols, p->align_bytes, d, err, cap)) return 0;
     if (p->align_bytes != 16) REJECT("plan: a tma-ws plan needs align_bytes 16, not %d", p->align_bytes);
+    if (p->cluster != 1) REJECT("plan: a tma-ws plan has no cluster (cluster 1)");
     if (p->threads_per_row > 128 || p->consumer_groups < 1 || p->consumer_groups > TN_WS_MAX_GROUPS)
         REJECT("plan: a tma-ws plan has 1 to %d consumer groups (one producer warp each) and at most 128 threads per "
                "row", TN_WS_MAX_GROUPS);
     if (p->rows_per_cta != p->consumer_groups * ws_rows_per_group(p))
         REJECT("plan: rows_per_cta %d must be consumer_groups %d x %d rows a group", p->rows_per_cta,
                p->consumer_groups, ws_rows_per_group(p));
-    if (!ws_chunks_fit(a, p->cols, p->vec, p->chunks))
+    if (!row_splits_fit(a, p->cols, p->vec, p->chunks))
         REJECT("plan: %d chunks do not split a row into whole vectors of 16-byte multiples", p->chunks);
     if (p->stages < p->chunks)
         REJECT("plan: %d stages cannot hold a row group of %d chunks", p->stages, p->chunks);
@@ -528,6 +536,104 @@ static int candidates_tma_ws(const tn_schedule_request *r, const tn_plan_desc *b
     return n;
 }
 
+/* ---- cluster: each row split over a cluster of CTAs, each slice in shared memory ----- */
+
+/* Threads per slice: about 8 vectors each (as tma), at most 1024. */
+static int slice_threads(int64_t vectors) {
+    int t = 32;
+    while (t < 1024 && ceil_div(vectors, t) > 8) t *= 2;
+    return t;
+}
+
+/* Fills the cluster fields for cl CTAs a row, t threads, one row a CTA; 0 if they do not fit. */
+static int cluster_shape(const tn_schedule_request *r, tn_plan_desc *p, int cl, int t, int stages) {
+    if (cl < 2 || cl > TN_MAX_CLUSTER || !row_splits_fit(r->analysis, p->cols, p->vec, cl)) return 0;
+    p->kind = TN_PLAN_CLUSTER;
+    p->cluster = cl;
+    return tma_shape(r, p, t, 1, stages);
+}
+
+/* Rows the tma plan would leave alone on their SM (fewer than three fit), or
+   too few rows for one CTA each to fill the SMs: split each row over a
+   cluster, so several slices share an SM (one's load overlaps another's
+   reductions and stores) and every SM gets work. The size: the smallest that
+   leaves three slices per SM, doubled while rows x CTAs leave SMs idle and
+   slices stay at least TN_CLUSTER_MIN_SLICE bytes. */
+static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int forced, char *err, size_t cap) {
+    const tn_analysis *a = r->analysis;
+    const tn_device_props *d = r->props;
+    if (!tma_possible(a, r->cols, r->align, d, err, cap)) return 0;
+    p->align_bytes = 16;
+    const int64_t row_bytes = r->cols * a->buffer_elem_bytes, third = d->smem_per_sm / 3 - 1024;
+    if (!forced) {
+        tn_plan_desc reg = *p;
+        char reg_err[256];
+        if (schedule_register(r, &reg, 0, reg_err, sizeof reg_err))
+            REJECT("the register plan holds the row (%lld bytes) in registers", (long long)row_bytes);
+        if (row_bytes <= third && r->rows >= d->sm_count)
+            REJECT("three rows of %lld bytes fit on an SM and %lld rows fill the SMs", (long long)row_bytes,
+                   (long long)r->rows);
+    }
+    int cl = 0;
+    for (int c = 2; c <= TN_MAX_CLUSTER && !cl; c *= 2)
+        if (row_splits_fit(a, r->cols, p->vec, c) && row_bytes / c <= third) cl = c;
+    for (int c = TN_MAX_CLUSTER; c >= 2 && !cl; c /= 2)
+        if (row_splits_fit(a, r->cols, p->vec, c)) cl = c; /* slices bigger than a third: as small as they get */
+    if (!cl) REJECT("a row of %lld vectors does not split into 2 to %d slices of 16-byte multiples", (long long)(r->cols / p->vec), TN_MAX_CLUSTER);
+    while (2 * cl <= TN_MAX_CLUSTER && r->rows * cl < d->sm_count && row_bytes / (2 * cl) >= TN_CLUSTER_MIN_SLICE &&
+           row_splits_fit(a, r->cols, p->vec, 2 * cl))
+        cl *= 2;
+    const int t = slice_threads(r->cols / cl / p->vec);
+    /* Two stages where two such CTAs still share an SM; else one each, several CTAs an SM. */
+    const int two = 2 * (2 * (row_bytes / cl) + 2048) <= d->smem_per_sm;
+    for (int stages = two ? 2 : 1; stages >= 1; stages--)
+        if (cluster_shape(r, p, cl, t, stages)) {
+            why(p, "cluster: each row split over %d CTAs, %lld bytes each in %d stage%s of shared memory (%d bytes), "
+                "filled by bulk copies; %d threads a CTA read it back %d vectors at a time; reductions meet through "
+                "distributed shared memory", cl, (long long)(row_bytes / cl), stages, stages > 1 ? "s" : "",
+                p->smem_bytes, t, (int)ceil_div(r->cols / cl / p->vec, t));
+            return 1;
+        }
+    REJECT("a slice of %lld bytes (a row over %d CTAs) does not fit in %d bytes of shared memory",
+           (long long)(row_bytes / cl), cl, d->smem_per_block_optin);
+}
+
+static int check_cluster(const tn_plan_desc *p, const tn_analysis *a, const tn_device_props *d, char *err, size_t cap) {
+    if (!tma_possible(a, p->cols, p->align_bytes, d, err, cap)) return 0;
+    if (p->align_bytes != 16) REJECT("plan: a cluster plan needs align_bytes 16, not %d", p->align_bytes);
+    if (p->consumer_groups || p->chunks != 1 || p->producer_regs || p->consumer_regs)
+        REJECT("plan: a cluster plan has no consumer groups, chunks or register sharing");
+    if (p->cluster < 2 || !row_splits_fit(a, p->cols, p->vec, p->cluster))
+        REJECT("plan: cluster %d must be 2 to %d CTAs, each a slice of whole vectors in 16-byte multiples",
+               p->cluster, TN_MAX_CLUSTER);
+    if (p->stages < 1) REJECT("plan: a cluster plan needs at least one stage");
+    if (p->smem_bytes != tn_tma_dynamic_smem(a, p))
+        REJECT("plan: smem_bytes %d is not what %d stages of %d rows' slices need (%lld)", p->smem_bytes, p->stages,
+               p->rows_per_cta, (long long)tn_tma_dynamic_smem(a, p));
+    if (p->smem_bytes + tn_tma_static_smem(a, p) > d->smem_per_block_optin)
+        REJECT("plan: %lld bytes of shared memory, above the device's %d per CTA",
+               (long long)(p->smem_bytes + tn_tma_static_smem(a, p)), d->smem_per_block_optin);
+    return 1;
+}
+
+static int candidates_cluster(const tn_schedule_request *r, const tn_plan_desc *base, tn_plan_desc *out, int cap) {
+    char err[256];
+    if (!tma_possible(r->analysis, base->cols, r->align, r->props, err, sizeof err)) return 0;
+    int n = 0;
+    for (int cl = 2; cl <= TN_MAX_CLUSTER; cl *= 2) {
+        const int64_t nvl = base->cols / base->vec / cl;
+        for (int t = 32; t <= 1024; t *= 2) {
+            if (ceil_div(nvl, t) > 16 || (t > 32 && t / 2 >= nvl)) continue;
+            for (int stages = 1; stages <= 2 && n < cap; stages++) {
+                tn_plan_desc p = *base;
+                p.align_bytes = 16;
+                if (cluster_shape(r, &p, cl, t, stages)) out[n++] = p;
+            }
+        }
+    }
+    return n;
+}
+
 /* ---- the kind table -------------------------------------------------------------- */
 
 typedef struct kind_row {
@@ -544,6 +650,7 @@ typedef struct kind_row {
 /* In preference order: the first kind that takes the shape is chosen. */
 static const kind_row k_kinds[] = {
     {TN_PLAN_TMA_WS, schedule_tma_ws, check_tma_ws, candidates_tma_ws},
+    {TN_PLAN_CLUSTER, schedule_cluster, check_cluster, candidates_cluster},
     {TN_PLAN_TMA, schedule_tma, check_tma, candidates_tma},
     {TN_PLAN_REGISTER, schedule_register, check_register, candidates_register},
     {TN_PLAN_LOOPED, schedule_looped, check_looped, candidates_looped},
@@ -566,6 +673,7 @@ int tn_kind_check(const tn_plan_desc *p, const tn_analysis *a, const tn_device_p
 static int common_fields(const tn_schedule_request *r, tn_plan_desc *p, char *err, size_t cap) {
     memset(p, 0, sizeof *p);
     p->chunks = 1;
+    p->cluster = 1;
     p->rows = r->rows;
     p->cols = r->cols;
     p->cc = r->props->cc_major * 10 + r->props->cc_minor;

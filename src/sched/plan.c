@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const k_kind_names[TN_PLAN_KIND_COUNT] = {"register", "looped", "tma", "tma-ws"};
+static const char *const k_kind_names[TN_PLAN_KIND_COUNT] = {"register", "looped", "tma", "tma-ws", "cluster"};
 
 const char *tn_plan_kind_name(tn_plan_kind kind) {
     return (unsigned)kind < TN_PLAN_KIND_COUNT ? k_kind_names[kind] : "invalid";
@@ -33,7 +33,7 @@ typedef struct field {
 static const field k_fields[] = {F64(rows), F64(cols), F32(vec), F32(threads_per_row), F32(rows_per_cta),
                                  F32(batch), F32(block_threads), F64(grid), F32(cc), F32(align_bytes),
                                  OPT(stages, 0), OPT(smem_bytes, 0), OPT(pdl, 0), OPT(consumer_groups, 0),
-                                 OPT(chunks, 1), OPT(producer_regs, 0), OPT(consumer_regs, 0)};
+                                 OPT(chunks, 1), OPT(producer_regs, 0), OPT(consumer_regs, 0), OPT(cluster, 1)};
 #define NUM_FIELDS (sizeof k_fields / sizeof k_fields[0])
 
 static int64_t get(const tn_plan_desc *p, const field *f) {
@@ -265,6 +265,9 @@ int tn_plan_desc_check(const tn_plan_desc *p, const tn_analysis *a, const tn_dev
     if ((int64_t)p->threads_per_row * p->rows_per_cta + tn_plan_producer_threads(p) != p->block_threads)
         REJECT("plan: block_threads %d must be threads_per_row %d * rows_per_cta %d + %d producer threads",
                p->block_threads, p->threads_per_row, p->rows_per_cta, tn_plan_producer_threads(p));
+    if (p->cluster < 1 || p->cluster > TN_MAX_CLUSTER || p->grid % p->cluster)
+        REJECT("plan: cluster %d must be in [1, %d] and divide grid %lld", p->cluster, TN_MAX_CLUSTER,
+               (long long)p->grid);
     if (p->batch < 1 || p->batch > 64) REJECT("plan: batch %d must be in [1, 64]", p->batch);
     if (p->grid < 1 || p->grid > 0x7fffffff) REJECT("plan: grid %lld must be in [1, 2^31 - 1]", (long long)p->grid);
     if (!is_pow2(p->align_bytes) || p->align_bytes > 16)
@@ -292,6 +295,6 @@ int tn_plan_producer_threads(const tn_plan_desc *p) {
 }
 
 int tn_plan_desc_launches(const tn_plan_desc *p, tn_launch_desc *out) {
-    out[0] = (tn_launch_desc){"tn_kernel", p->grid, p->block_threads, p->smem_bytes, 1, p->pdl};
+    out[0] = (tn_launch_desc){"tn_kernel", p->grid, p->block_threads, p->smem_bytes, p->cluster, p->pdl};
     return 1;
 }

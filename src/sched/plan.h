@@ -14,10 +14,12 @@ typedef enum tn_plan_kind {
     TN_PLAN_LOOPED,       /* rows beyond the on-chip budget: one pass over memory per phase */
     TN_PLAN_TMA,          /* rows in shared memory, filled by bulk copies through a ring of stages (sm_90) */
     TN_PLAN_TMA_WS,       /* tma, warp-specialized: a producer warp fills each consumer warp group's ring (sm_90) */
+    TN_PLAN_CLUSTER,      /* tma, each row split over a cluster of CTAs that meet through distributed shared memory (sm_90) */
     TN_PLAN_KIND_COUNT
 } tn_plan_kind;
 
 #define TN_MAX_STAGES 32
+#define TN_MAX_CLUSTER 8 /* the portable cluster size */
 
 typedef struct tn_plan_desc {
     tn_plan_kind kind;
@@ -35,6 +37,7 @@ typedef struct tn_plan_desc {
     int chunks;          /* tma-ws: slots one row group spans (a row longer than a slot streams through several) */
     int producer_regs;   /* tma-ws with register sharing: setmaxnreg of the producer group (0: no sharing) */
     int consumer_regs;   /* ... and of each consumer group */
+    int cluster;         /* cluster: CTAs a row is split over (2 to 8, each a 1/cluster slice); 1 for the other kinds */
     int smem_bytes;      /* dynamic shared memory per CTA */
     int pdl;             /* 1: programmatic dependent launch (sm_90+) */
     char why[1024];      /* the scheduler's reasons, one clause per decision */

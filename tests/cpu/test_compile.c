@@ -68,6 +68,10 @@ static void check_ptx(tn_context *ctx, const char *kind, int rows, int cols) {
     CHECK(strstr(ptx, "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes") != NULL, "no bulk copy in the PTX");
     CHECK(strstr(ptx, "mbarrier.try_wait.parity") != NULL && strstr(ptx, "mbarrier.arrive.expect_tx") != NULL,
           "no mbarrier wait / expect_tx in the PTX");
+    if (!strcmp(kind, "cluster"))
+        CHECK(strstr(ptx, "mapa.shared::cluster") && strstr(ptx, "st.shared::cluster.f32") &&
+                  strstr(ptx, "barrier.cluster.arrive.release") && strstr(ptx, "%cluster_ctarank"),
+              "cluster %dx%d: no mapa / remote store / cluster barrier / rank in the PTX", rows, cols);
     if (!strcmp(kind, "tma-ws")) {
         char dec[64], inc[64];
         snprintf(dec, sizeof dec, "setmaxnreg.dec.sync.aligned.u32 %d;", producer);
@@ -119,6 +123,8 @@ void test_compile(void) {
             compile_one(ctx, (tn_builtin)op, TN_DTYPE_BF16, 3, cols[ci], "tma", &plans);
             compile_one(ctx, (tn_builtin)op, TN_DTYPE_BF16, 16384, cols[ci], "tma-ws", &plans);
             compile_one(ctx, (tn_builtin)op, TN_DTYPE_BF16, 5, cols[ci], "tma-ws", &plans);
+            compile_one(ctx, (tn_builtin)op, TN_DTYPE_BF16, 4096, cols[ci], "cluster", &plans);
+            compile_one(ctx, (tn_builtin)op, TN_DTYPE_BF16, 1, cols[ci], "cluster", &plans);
         }
     /* tma-ws at hidden sizes off the sweep and in the other dtypes. */
     static const int64_t odd_cols[] = {1000, 1536, 2880, 5120, 6144, 12288, 20480, 28672, 49152};
@@ -129,6 +135,7 @@ void test_compile(void) {
         }
     check_ptx(ctx, "tma", 4096, 8192);
     check_ptx(ctx, "tma-ws", 16384, 4096);
+    check_ptx(ctx, "cluster", 4096, 65536);
     printf("compile: %d plans, %d distinct kernels compiled, %d cache hits\n", plans, ctx->cache.misses, ctx->cache.hits);
     CHECK(ctx->cache.hits > 0, "the cache never hit");
 

@@ -32,8 +32,12 @@ static void check_invariants(const tn_plan_desc *p, const tn_analysis *a, const 
     } else {
         /* The tma kinds: a persistent grid over row groups, everything in shared memory. */
         const int group = p->kind == TN_PLAN_TMA_WS ? 128 / p->threads_per_row : p->rows_per_cta;
-        CHECK(p->grid <= (p->rows + group - 1) / group && p->grid <= 32LL * d->sm_count, "%s: tma grid %lld", what,
-              (long long)p->grid);
+        /* A cluster plan launches whole clusters: cluster CTAs for each row group it takes at once. */
+        CHECK(p->grid <= (p->rows + group - 1) / group * p->cluster && p->grid <= 32LL * d->sm_count &&
+                  p->grid % p->cluster == 0,
+              "%s: tma grid %lld (cluster %d)", what, (long long)p->grid, p->cluster);
+        CHECK(p->kind == TN_PLAN_CLUSTER ? p->cluster >= 2 && p->cluster <= TN_MAX_CLUSTER : p->cluster == 1,
+              "%s: cluster %d for a %s plan", what, p->cluster, tn_plan_kind_name(p->kind));
         CHECK(p->stages >= p->chunks && p->smem_bytes > 0 && p->smem_bytes <= d->smem_per_block_optin && p->align_bytes == 16,
               "%s: tma ring: %d stages, %d chunks, %d bytes", what, p->stages, p->chunks, p->smem_bytes);
     }
@@ -83,6 +87,11 @@ static void test_grid(tn_context *ctx) {
                             check_invariants(&p, &a, &d, aligns[al], what);
                             plans++;
                             looped += p.kind == TN_PLAN_LOOPED;
+                            /* Forcing the cluster plan: a plan that passes every check, or a reason. */
+                            req.kind = TN_PLAN_CLUSTER;
+                            ok = tn_schedule(&req, &p, err, sizeof err);
+                            if (ok) check_invariants(&p, &a, &d, aligns[al], what);
+                            else CHECK(strlen(err) > 20, "%s forced cluster: no reason", what);
                             /* Forcing the looped plan works at every shape too. */
                             req.kind = TN_PLAN_LOOPED;
                             ok = tn_schedule(&req, &p, err, sizeof err);
@@ -140,6 +149,22 @@ static void test_decisions(tn_context *ctx) {
     sm.rows = 4096;
     sm.cols = 16384;
     CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_REGISTER, "softmax 4096x16384: register");
+    tn_fusion_destroy(f);
+    /* Rows that leave one tma row per SM, and few long rows, split over a cluster; never above 8 CTAs. */
+    tn_fusion_builtin(ctx, TN_BUILTIN_SOFTMAX, &o, &f);
+    tn_analyze(f, &a);
+    const int64_t cl_shapes[][3] = {{4096, 65536, 2}, {1, 65536, 8}, {1, 262144, 8}, {4096, 131072, 4}, {64, 65536, 4}};
+    for (int i = 0; i < 5; i++) {
+        tn_schedule_request cr = {&a, cl_shapes[i][0], cl_shapes[i][1], 16, -1, &d};
+        CHECK(tn_schedule(&cr, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == cl_shapes[i][2],
+              "softmax %lldx%lld: cluster of %lld: %s", (long long)cl_shapes[i][0], (long long)cl_shapes[i][1],
+              (long long)cl_shapes[i][2], p.why);
+    }
+    tn_schedule_request no_sm90 = {&a, 4096, 65536, 16, TN_PLAN_CLUSTER, &d};
+    tn_device_props a100;
+    tn_device_props_for_target("a100", &a100);
+    no_sm90.props = &a100;
+    CHECK(!tn_schedule(&no_sm90, &p, err, sizeof err) && strstr(err, "sm_90"), "cluster on an A100: %s", err);
     tn_fusion_destroy(f);
     /* add_rmsnorm's later phase takes only the rounded sum: half its loaded inputs stay live, so rows of
        32768 fit in registers (ptxas: 175 registers at 256 threads, no spills). */

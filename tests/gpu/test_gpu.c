@@ -318,10 +318,10 @@ int main(int argc, char **argv) {
         static const struct { int64_t rows, cols; const char *kind; } shapes[] = {
             {257, 4096, NULL},        {33, 1000, "looped"},     {257, 4096, "tma"},   {3, 65536, "tma"},
             {1000, 1024, "tma"},      {1000, 1024, "tma-ws"},   {3, 65536, "tma-ws"}, {5000, 2048, "tma-ws"},
-            {700, 28672, "tma-ws"}};
+            {700, 28672, "tma-ws"},   {3, 65536, "cluster"},  {1000, 131072, "cluster"}, {257, 4096, "cluster"}};
         for (int op = 0; op < TN_BUILTIN_COUNT; op++)
             for (int i = 0; i < (int)(sizeof shapes / sizeof shapes[0]); i++) {
-                if (shapes[i].kind && !strncmp(shapes[i].kind, "tma", 3) && props.cc_major < 9) continue;
+                if (shapes[i].kind && strcmp(shapes[i].kind, "looped") && props.cc_major < 9) continue;
                 gpu_case c = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, shapes[i].rows, shapes[i].cols,
                               shapes[i].kind, 0, 0};
                 run_case(ctx, &c);
@@ -340,12 +340,12 @@ int main(int argc, char **argv) {
     int ncols = quick || sanitize ? 3 : 6, nrows = quick ? 2 : sanitize ? 1 : 3;
     const tn_dtype dtypes[] = {TN_DTYPE_BF16, TN_DTYPE_F16, TN_DTYPE_F32};
     const int ndtypes = sanitize ? 1 : 3;
-    const char *kinds[] = {NULL, "looped", "tma", "tma-ws"};
+    const char *kinds[] = {NULL, "looped", "tma", "tma-ws", "cluster"};
     for (int op = 0; op < TN_BUILTIN_COUNT; op++)
         for (int d = 0; d < ndtypes; d++)
             for (int ci = 0; ci < ncols; ci++)
                 for (int ri = 0; ri < nrows; ri++)
-                    for (int k = 0; k < 4; k++) {
+                    for (int k = 0; k < 5; k++) {
                         /* The looped plan at every size it is not already chosen for, up to 64Ki columns. */
                         if (k == 1 && (cols[ci] > 65537 || rows[ri] > 1000)) continue;
                         if (k >= 2 && props.cc_major < 9) continue;
@@ -381,6 +381,8 @@ int main(int argc, char **argv) {
             run_case(ctx, &d);
             gpu_case w = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 2001, 4096, "tma-ws", pads[i] * 8, 0};
             run_case(ctx, &w);
+            gpu_case k = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 77, 65536, "cluster", pads[i] * 8, 0};
+            run_case(ctx, &k);
         }
     if (!quick && !sanitize) {
         /* The standard sweep's large shapes, once each in bf16. */
@@ -393,7 +395,21 @@ int main(int argc, char **argv) {
                 run_case(ctx, &t);
                 t.kind = "tma-ws";
                 run_case(ctx, &t);
+                t.kind = "cluster";
+                run_case(ctx, &t);
             }
+        /* The cluster plan over long rows and few rows: N in {4096, 65536, 65537 (refused: odd), 131072,
+           262144} x M in {1, 3, 64, 1000}, every op, bf16 and (where a slice fits) f16 and f32. */
+        const int64_t ccols[] = {4096, 65536, 65537, 131072, 262144};
+        const int64_t crows[] = {1, 3, 64, 1000};
+        for (int op = 0; op < TN_BUILTIN_COUNT; op++)
+            for (int d = 0; d < 3; d++)
+                for (int ci = 0; ci < 5; ci++)
+                    for (int ri = 0; ri < 4; ri++) {
+                        if (d > 0 && (ri % 2 || ci % 2)) continue; /* f16 / f32 on a subset */
+                        gpu_case c = {(tn_builtin)op, dtypes[d], dtypes[d], dtypes[d], 0, crows[ri], ccols[ci], "cluster", 0, 0};
+                        run_case(ctx, &c);
+                    }
     }
     /* Fuzz: valid random fusions on the GPU. Random op chains can cancel, so they
        pass on the normwise error (4 ulp of the output dtype) with every element
@@ -408,11 +424,12 @@ int main(int argc, char **argv) {
         tn_plan_options po = {0, NULL, seed % 4 == 0 ? "looped" : NULL};
         /* tma kinds are refused where a row does not fit: then the default */
         if (seed % 4 == 2 && props.cc_major >= 9) po.kind = seed % 8 == 2 ? "tma" : "tma-ws";
+        if (seed % 4 == 3 && props.cc_major >= 9) po.kind = "cluster";
         float params[1] = {0.5f};
         tn_check_options co = {seed, 16, (int64_t)(seed % 3), 0};
         tn_status st = tn_random_fusion(ctx, seed, 1, &f);
         if (st == TN_STATUS_OK) st = tn_plan_create(ctx, f, m, n, &po, &plan);
-        if (st == TN_STATUS_UNSUPPORTED && po.kind && !strncmp(po.kind, "tma", 3)) {
+        if (st == TN_STATUS_UNSUPPORTED && po.kind && strcmp(po.kind, "looped")) {
             po.kind = NULL;
             st = tn_plan_create(ctx, f, m, n, &po, &plan);
         }

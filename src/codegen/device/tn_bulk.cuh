@@ -99,10 +99,12 @@ __device__ __forceinline__ void tn_stage_issue(const tn_row_src (&src)[NIN], uns
 }
 
 // Every thread: sets up the stages' barriers and (thread 0) fills each stage
-// with this CTA's first S row groups.
+// with this CTA's first S row groups: first, first + step, ... (chunk: the
+// slice of each row this CTA holds, 0 unless a cluster splits rows).
 template <int R, int S, int NIN>
 __device__ __forceinline__ void tn_ring_start(const tn_row_src (&src)[NIN], unsigned char *smem, unsigned stage_bytes,
-                                              unsigned long long *full, long long G, long long M) {
+                                              unsigned long long *full, long long G, long long M, long long first,
+                                              long long step, int chunk) {
     if (threadIdx.x == 0) {
 #pragma unroll
         for (int s = 0; s < S; s++) tn_mbar_init(&full[s], 1);
@@ -111,8 +113,8 @@ __device__ __forceinline__ void tn_ring_start(const tn_row_src (&src)[NIN], unsi
     __syncthreads();
     if (threadIdx.x == 0)
         for (int s = 0; s < S; s++) {
-            const long long g = blockIdx.x + (long long)s * gridDim.x;
-            if (g < G) tn_stage_issue<R, NIN>(src, smem + s * stage_bytes, g, M, &full[s]);
+            const long long g = first + (long long)s * step;
+            if (g < G) tn_stage_issue<R, NIN>(src, smem + s * stage_bytes, g, M, &full[s], chunk);
         }
 }
 
@@ -120,10 +122,46 @@ __device__ __forceinline__ void tn_ring_start(const tn_row_src (&src)[NIN], unsi
 // read the stage, thread 0 refills it with the group S turns ahead.
 template <int R, int S, int NIN>
 __device__ __forceinline__ void tn_ring_refill(const tn_row_src (&src)[NIN], unsigned char *stage,
-                                               unsigned long long *full, long long g, long long M) {
+                                               unsigned long long *full, long long g, long long M, long long step,
+                                               int chunk) {
     __syncthreads();
-    const long long next = g + (long long)S * gridDim.x;
-    if (threadIdx.x == 0 && next * R < M) tn_stage_issue<R, NIN>(src, stage, next, M, full);
+    const long long next = g + (long long)S * step;
+    if (threadIdx.x == 0 && next * R < M) tn_stage_issue<R, NIN>(src, stage, next, M, full, chunk);
+}
+
+// ---- thread-block clusters (the cluster kind): each CTA of a cluster holds
+// one slice of the same rows; a reduction's per-CTA parts meet in every CTA's
+// shared memory (distributed shared memory) behind one cluster barrier.
+__device__ __forceinline__ unsigned tn_cluster_rank() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+// All threads of all the cluster's CTAs; what each wrote before is visible to all after.
+__device__ __forceinline__ void tn_cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// v into `slot` (an address in this CTA's shared memory) of the cluster's CTA `rank`.
+__device__ __forceinline__ void tn_cluster_store(float *slot, unsigned rank, float v) {
+    unsigned remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(tn_smem_addr(slot)), "r"(rank));
+    asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(remote), "f"(v) : "memory");
+}
+// A row's reduction over the cluster: v is this CTA's part (already over its
+// threads); the row's first thread puts it in slots[rank] of every CTA, the
+// cluster meets, and each thread combines the CL parts in rank order -- the
+// same order in every CTA, so all get the same value. The caller alternates
+// two sets of slots between row groups: a CTA can be one reduction ahead.
+template <int CL, int OP>
+__device__ __forceinline__ float tn_cluster_reduce(float v, float *slots, int tr, unsigned rank) {
+    if (tr == 0)
+#pragma unroll
+        for (unsigned c = 0; c < CL; c++) tn_cluster_store(&slots[rank], c, v);
+    tn_cluster_sync();
+    v = slots[0];
+#pragma unroll
+    for (int c = 1; c < CL; c++) v = tn_combine<OP>(v, slots[c]);
+    return v;
 }
 #endif
 
