@@ -68,6 +68,7 @@ typedef struct skeleton_code {
        the expression that reduces acc<k> of every thread of a row. */
     void (*scratch)(gen *g);
     void (*reduce)(gen *g, int node);
+    const char *row_leader; /* the one thread that stores a row's per-row outputs */
 } skeleton_code;
 
 struct gen {
@@ -277,8 +278,15 @@ static void emit_signature(gen *g) {
 /* ---- row storage ------------------------------------------------------------ */
 
 /* registers: each thread loads its P vectors of every ROW input once per row
-   group (bb<k>[p]) and every phase reads them from there. */
-static void registers_setup(gen *g) {
+   group (bb<k>[p]) and every phase reads them from there. `index` names the
+   vector vi of the row and `bound` says it is in the row (a cluster CTA's: in
+   its slice). */
+typedef struct row_index {
+    const char *index, *bound;
+} row_index;
+static const row_index k_whole_row = {"const int vi = p * T + tr;", "vi < NV"};
+static const row_index k_slice = {"const int vl = p * T + tr, vi = VB + vl;\n            (void)vi;", "vl < NVL"};
+static void register_loads(gen *g, const row_index *x) {
     const tn_fusion *f = g->f;
     for (int i = 0; i < f->num_nodes; i++) {
         const tn_node *n = &f->nodes[i];
@@ -286,17 +294,21 @@ static void registers_setup(gen *g) {
         tn_strbuf_printf(g->sb,
                          "        tn_vec<%s, V> bb%d[P];\n"
                          "#pragma unroll\n        for (int p = 0; p < P; p++) {\n"
-                         "            const int vi = p * T + tr;\n"
-                         "            if (live && vi < NV) tn_vload(bb%d[p], in%d + row * in%d_ld + vi * V);\n"
+                         "            %s\n"
+                         "            if (live && %s) tn_vload(bb%d[p], in%d + row * in%d_ld + vi * V);\n"
                          "            else tn_vzero(bb%d[p]);\n        }\n",
-                         k_dtype_code[n->dtype].storage, i, i, n->io_index, n->io_index, i);
+                         k_dtype_code[n->dtype].storage, i, x->index, x->bound, i, n->io_index, n->io_index, i);
     }
 }
-static void registers_loop(gen *g, int output_phase) {
+static void register_loop(gen *g, int output_phase, const row_index *x) {
     tn_strbuf_printf(g->sb, "#pragma unroll\n        for (int p = 0; p < P; p++) {\n"
-                            "            const int vi = p * T + tr;\n"
-                            "            if (%svi < NV) {\n", output_phase ? "live && " : "");
+                            "            %s\n"
+                            "            if (%s%s) {\n", x->index, output_phase ? "live && " : "", x->bound);
 }
+static void registers_setup(gen *g) { register_loads(g, &k_whole_row); }
+static void registers_loop(gen *g, int output_phase) { register_loop(g, output_phase, &k_whole_row); }
+static void slice_setup(gen *g) { register_loads(g, &k_slice); }
+static void slice_loop(gen *g, int output_phase) { register_loop(g, output_phase, &k_slice); }
 static void registers_fetch(gen *g, int k, const char *ind) {
     tn_strbuf_printf(g->sb, "%sconst tn_vec<%s, V> &b%d = bb%d[p];\n", ind, k_dtype_code[g->f->nodes[k].dtype].storage,
                      k, k);
@@ -371,21 +383,12 @@ static void ws_fetch(gen *g, int k, const char *ind) {
 }
 static void no_setup(gen *g) { (void)g; }
 
-/* shared slice (cluster): this CTA's stage holds columns [rank * N / CL, (rank
-   + 1) * N / CL) of its rows; vl indexes the slice, vi the whole row. */
-static void slice_loop_open(gen *g, int output_phase) {
-    tn_strbuf_printf(g->sb, "#pragma unroll %d\n        for (int vl = tr; vl < NVL; vl += T) {\n"
-                            "            const int vi = (int)rank * NVL + vl;\n            (void)vi;\n"
-                            "            if (%s) {\n",
-                     g->p->batch, output_phase ? "live" : "true");
-}
-
 static const storage_code k_registers = {"registers", registers_setup, registers_loop, loop_close, registers_fetch};
 static const storage_code k_global = {"global memory", global_setup, strided_loop, loop_close, global_fetch};
 static const storage_code k_shared = {"shared memory (bulk copies)", shared_setup, strided_loop, loop_close,
                                       shared_fetch};
-static const storage_code k_shared_slice = {"shared memory, a slice of each row per CTA (bulk copies)", shared_setup,
-                                            slice_loop_open, loop_close, ws_fetch};
+static const storage_code k_register_slice = {"registers, a slice of each row per CTA", slice_setup, slice_loop,
+                                              loop_close, registers_fetch};
 static const storage_code k_shared_chunks = {"shared memory, a ring of chunks (bulk copies)", no_setup, ws_loop_open,
                                              ws_loop_close, ws_fetch};
 
@@ -450,7 +453,7 @@ static void ring_open(gen *g) {
     tn_strbuf_append(g->sb,
                      "    unsigned long long *tn_full = reinterpret_cast<unsigned long long *>(tn_smem + S * STAGE_BYTES);\n"
                      "    const long long G = M / R + (M % R != 0);\n"
-                     "    tn_ring_start<R, S, NIN>(tn_src, tn_smem, STAGE_BYTES, tn_full, G, M, blockIdx.x, gridDim.x, 0);\n"
+                     "    tn_ring_start<R, S, NIN>(tn_src, tn_smem, STAGE_BYTES, tn_full, G, M);\n"
                      "    long long turn = 0;\n"
                      "    for (long long g = blockIdx.x; g < G; g += gridDim.x, turn++) {\n"
                      "        const int slot = (int)(turn % S);\n"
@@ -461,7 +464,7 @@ static void ring_open(gen *g) {
 }
 static void ring_close(gen *g) {
     (void)g;
-    tn_strbuf_append(g->sb, "        tn_ring_refill<R, S, NIN>(tn_src, tn_smem + slot * STAGE_BYTES, &tn_full[slot], g, M, gridDim.x, 0);\n"
+    tn_strbuf_append(g->sb, "        tn_ring_refill<R, S, NIN>(tn_src, tn_smem + slot * STAGE_BYTES, &tn_full[slot], g, M);\n"
                             "    }\n");
 }
 
@@ -519,34 +522,24 @@ static void ws_reduce(gen *g, int k) {
                      g->f->nodes[k].op, k, slot);
 }
 
-/* cluster ring: the ring above in every CTA of a cluster, each on its slice of
-   the cluster's row groups (cid, cid + clusters, ...); a reduction reduces over
+/* cluster: the grid-stride loop over clusters; CTA `rank` of a cluster holds
+   vectors [VB, VB + NVL) of its row group's rows, and a reduction reduces over
    the CTA, then over the cluster (tn_cluster_reduce). */
 static void cluster_open(gen *g) {
     cta_rows(g);
-    tn_strbuf_printf(g->sb, "    constexpr int S = %d, CL = %d, NVL = NV / CL;\n", g->p->stages, g->p->cluster);
-    row_sources(g, g->p->rows_per_cta, g->p->cols / g->p->cluster);
+    tn_strbuf_printf(g->sb, "    constexpr int CL = %d, NVL = NV / CL;\n", g->p->cluster);
     tn_strbuf_append(g->sb,
                      "    const unsigned rank = tn_cluster_rank();\n"
-                     "    const long long cid = blockIdx.x / CL, clusters = gridDim.x / CL;\n"
-                     "    unsigned long long *tn_full = reinterpret_cast<unsigned long long *>(tn_smem + S * STAGE_BYTES);\n"
-                     "    const long long G = M / R + (M % R != 0);\n"
-                     "    tn_ring_start<R, S, NIN>(tn_src, tn_smem, STAGE_BYTES, tn_full, G, M, cid, clusters, (int)rank);\n"
+                     "    const int VB = (int)rank * NVL;  // this CTA's slice of every row\n"
                      "    tn_cluster_sync();  // every CTA of the cluster runs before any writes to another's shared memory\n"
-                     "    long long turn = 0;\n"
-                     "    for (long long g = cid; g < G; g += clusters, turn++) {\n"
-                     "        const int slot = (int)(turn % S);\n"
-                     "        tn_mbar_wait(&tn_full[slot], (unsigned)((turn / S) & 1));\n"
-                     "        const unsigned char *tn_stage = tn_smem + slot * STAGE_BYTES;\n"
+                     "    long long turn = 0;  // row groups taken, mod 2: which tn_cred\n"
+                     "    for (long long g = blockIdx.x / CL; g * R < M; g += gridDim.x / CL, turn++) {\n"
                      "        const long long row = g * R + rr;\n"
                      "        const bool live = row < M;\n        (void)live;\n");
 }
 static void cluster_close(gen *g) {
-    (void)g;
-    tn_strbuf_append(g->sb, "        tn_ring_refill<R, S, NIN>(tn_src, tn_smem + slot * STAGE_BYTES, &tn_full[slot], g, M, clusters,\n"
-                            "                                  (int)rank);\n"
-                            "    }\n"
-                            "    tn_cluster_sync();  // no CTA leaves while another may still write to its shared memory\n");
+    grid_stride_close(g);
+    tn_strbuf_append(g->sb, "    tn_cluster_sync();  // no CTA leaves while another may still write to its shared memory\n");
 }
 static void cluster_scratch(gen *g) {
     cta_scratch(g);
@@ -558,12 +551,15 @@ static void cluster_reduce(gen *g, int k) {
     tn_strbuf_printf(g->sb, ", tn_cred[turn & 1][%d][rr], tr, rank)", g->slot_of[k]);
 }
 
-static const skeleton_code k_grid_stride = {"grid-stride", grid_stride_open, grid_stride_close, cta_scratch, cta_reduce};
-static const skeleton_code k_ring = {"ring of shared-memory stages", ring_open, ring_close, cta_scratch, cta_reduce};
-static const skeleton_code k_cluster_ring = {"ring of shared-memory stages in each CTA of a cluster", cluster_open,
-                                             cluster_close, cluster_scratch, cluster_reduce};
+static const skeleton_code k_grid_stride = {"grid-stride", grid_stride_open, grid_stride_close, cta_scratch, cta_reduce,
+                                            "tr == 0"};
+static const skeleton_code k_ring = {"ring of shared-memory stages", ring_open, ring_close, cta_scratch, cta_reduce,
+                                     "tr == 0"};
+static const skeleton_code k_cluster = {"grid-stride over clusters (a row group split over the cluster's CTAs)",
+                                        cluster_open, cluster_close, cluster_scratch, cluster_reduce,
+                                        "tr == 0 && rank == 0"};
 static const skeleton_code k_ws_ring = {"warp-specialized ring (producer warp, consumer warp groups)", ws_open, ws_close,
-                                        ws_scratch, ws_reduce};
+                                        ws_scratch, ws_reduce, "tr == 0"};
 
 /* ---- the kinds ------------------------------------------------------------------- */
 
@@ -577,7 +573,7 @@ static const kind_code k_kinds[TN_PLAN_KIND_COUNT] = {
     [TN_PLAN_LOOPED] = {&k_global, &k_grid_stride},
     [TN_PLAN_TMA] = {&k_shared, &k_ring},
     [TN_PLAN_TMA_WS] = {&k_shared_chunks, &k_ws_ring},
-    [TN_PLAN_CLUSTER] = {&k_shared_slice, &k_cluster_ring},
+    [TN_PLAN_CLUSTER] = {&k_register_slice, &k_cluster},
 };
 
 void tn_codegen(const tn_fusion *f, const tn_analysis *a, const tn_plan_desc *p, tn_strbuf *sb) {
@@ -591,12 +587,12 @@ void tn_codegen(const tn_fusion *f, const tn_analysis *a, const tn_plan_desc *p,
     tn_strbuf_printf(sb, "// generated by tmanorm %d.%d: fusion %s, plan %s\n", TN_VERSION_MAJOR, TN_VERSION_MINOR,
                      safe_name, tn_plan_kind_name(p->kind));
     tn_strbuf_append(sb, tn_device_cuh);
-    if (p->stages) tn_strbuf_append(sb, tn_bulk_cuh);
+    if (p->stages || p->cluster > 1) tn_strbuf_append(sb, tn_bulk_cuh); /* sm_90: bulk copies, clusters */
     tn_strbuf_printf(sb, "\n// row storage: %s; skeleton: %s\n", g.storage->name, g.skeleton->name);
     emit_signature(&g);
     tn_strbuf_printf(sb, "    constexpr int N = %lld, V = %d, NV = N / V, T = %d, R = %d;\n", (long long)p->cols,
                      p->vec, p->threads_per_row, p->rows_per_cta);
-    if (p->kind == TN_PLAN_REGISTER)
+    if (p->kind == TN_PLAN_REGISTER || p->kind == TN_PLAN_CLUSTER)
         tn_strbuf_printf(sb, "    constexpr int P = %d;  // vectors each thread keeps per row\n", p->batch);
     /* Accumulator lanes per reduction: independent chains for the latency-bound
        few-warp kinds; two where 1024-thread CTAs leave 64 registers a thread. */
@@ -620,7 +616,7 @@ void tn_codegen(const tn_fusion *f, const tn_analysis *a, const tn_plan_desc *p,
         char name[32], conv[64];
         value_name(&g, (int)f->outputs[o].value.index, name, sizeof name);
         fmt1(conv, sizeof conv, k_dtype_code[f->outputs[o].dtype].from_f32, name);
-        tn_strbuf_printf(sb, "        if (live && tr == 0) out%d[row] = %s;\n", o, conv);
+        tn_strbuf_printf(sb, "        if (live && %s) out%d[row] = %s;\n", g.skeleton->row_leader, o, conv);
     }
     g.skeleton->close(&g);
     if (p->pdl) tn_strbuf_append(sb, "    tn_pdl_launch_dependents();  // this CTA has read all it will\n");

@@ -194,15 +194,11 @@ static int candidates_looped(const tn_schedule_request *r, const tn_plan_desc *b
 /* ---- tma: rows in shared memory through a ring of bulk-copied stages ----------------- */
 
 int64_t tn_tma_static_smem(const tn_analysis *a, const tn_plan_desc *p) {
-    const int64_t cta = p->threads_per_row > 32 ? (int64_t)a->num_reductions * p->rows_per_cta * (p->threads_per_row / 32) * 4 : 0;
-    /* A cluster's parts of each reduction, two row groups deep (tn_cred). */
-    const int64_t cluster = p->cluster > 1 ? 2LL * a->num_reductions * p->rows_per_cta * p->cluster * 4 : 0;
-    return cta + cluster;
+    return p->threads_per_row > 32 ? (int64_t)a->num_reductions * p->rows_per_cta * (p->threads_per_row / 32) * 4 : 0;
 }
 
 int64_t tn_tma_dynamic_smem(const tn_analysis *a, const tn_plan_desc *p) {
-    /* A cluster CTA's stage holds its slice of each row. */
-    return (int64_t)p->stages * p->rows_per_cta * (p->cols / p->cluster) * a->buffer_elem_bytes + 8 * (int64_t)p->stages;
+    return (int64_t)p->stages * p->rows_per_cta * p->cols * a->buffer_elem_bytes + 8 * (int64_t)p->stages;
 }
 
 /* What makes a tma plan impossible whatever its shape; 0 and the reason if so. */
@@ -228,16 +224,14 @@ static int tma_shape(const tn_schedule_request *r, tn_plan_desc *p, int t, int r
     p->rows_per_cta = rows;
     p->block_threads = block;
     p->stages = stages;
-    /* loop unroll: shared memory answers fast */
-    p->batch = (int)min_i64(ceil_div(p->cols / p->cluster / p->vec, t), 4);
+    p->batch = (int)min_i64(ceil_div(p->cols / p->vec, t), 4); /* loop unroll: shared memory answers fast */
     const int64_t dyn = tn_tma_dynamic_smem(r->analysis, p), stat = tn_tma_static_smem(r->analysis, p);
     if (dyn + stat > d->smem_per_block_optin) return 0;
     p->smem_bytes = (int)dyn;
-    /* Persistent: as many CTAs as fit on every SM (1 KiB of shared memory is the system's per CTA), in whole clusters. */
+    /* Persistent: as many CTAs as fit on every SM (1 KiB of shared memory is the system's per CTA). */
     int64_t per_sm = min_i64(d->smem_per_sm / (dyn + stat + 1024), d->max_threads_per_sm / block);
     per_sm = per_sm < 1 ? 1 : per_sm > 32 ? 32 : per_sm;
-    const int64_t clusters = min_i64(ceil_div(r->rows, rows), per_sm * d->sm_count / p->cluster);
-    p->grid = (clusters < 1 ? 1 : clusters) * p->cluster;
+    p->grid = min_i64(ceil_div(r->rows, rows), per_sm * d->sm_count);
     return 1;
 }
 
@@ -362,9 +356,8 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
     return 1;
 }
 
-/* 1 if the row splits into `chunks` parts (tma-ws slots, cluster slices) of whole vectors, each a multiple of 16
-   bytes of every input. */
-static int row_splits_fit(const tn_analysis *a, int64_t cols, int vec, int chunks) {
+/* 1 if the row splits into `chunks` slots of whole vectors, each a multiple of 16 bytes of every input. */
+static int ws_chunks_fit(const tn_analysis *a, int64_t cols, int vec, int chunks) {
     if ((cols / vec) % chunks) return 0;
     const int64_t ce = cols / chunks;
     for (int k = 0; k < a->num_stage_inputs; k++) {
@@ -378,7 +371,7 @@ static int row_splits_fit(const tn_analysis *a, int64_t cols, int vec, int chunk
 static int ws_shape(const tn_schedule_request *r, tn_plan_desc *p, int t, int groups, int chunks, int stages) {
     const tn_device_props *d = r->props;
     if (t < 1 || t > 128 || 128 % t || groups < 1 || groups > TN_WS_MAX_GROUPS ||
-        !row_splits_fit(r->analysis, p->cols, p->vec, chunks))
+        !ws_chunks_fit(r->analysis, p->cols, p->vec, chunks))
         return 0;
     p->kind = TN_PLAN_TMA_WS;
     p->threads_per_row = t;
@@ -490,7 +483,7 @@ static int check_tma_ws(const tn_plan_desc *p, const tn_analysis *a, const tn_de
     if (p->rows_per_cta != p->consumer_groups * ws_rows_per_group(p))
         REJECT("plan: rows_per_cta %d must be consumer_groups %d x %d rows a group", p->rows_per_cta,
                p->consumer_groups, ws_rows_per_group(p));
-    if (!row_splits_fit(a, p->cols, p->vec, p->chunks))
+    if (!ws_chunks_fit(a, p->cols, p->vec, p->chunks))
         REJECT("plan: %d chunks do not split a row into whole vectors of 16-byte multiples", p->chunks);
     if (p->stages < p->chunks)
         REJECT("plan: %d stages cannot hold a row group of %d chunks", p->stages, p->chunks);
@@ -536,101 +529,100 @@ static int candidates_tma_ws(const tn_schedule_request *r, const tn_plan_desc *b
     return n;
 }
 
-/* ---- cluster: each row split over a cluster of CTAs, each slice in shared memory ----- */
+/* ---- cluster: each row split over a cluster of CTAs, each slice in registers ---------- */
 
-/* Threads per slice: about 8 vectors each (as tma), at most 1024. */
-static int slice_threads(int64_t vectors) {
-    int t = 32;
-    while (t < 1024 && ceil_div(vectors, t) > 8) t *= 2;
-    return t;
-}
-
-/* Fills the cluster fields for cl CTAs a row, t threads, one row a CTA; 0 if they do not fit. */
-static int cluster_shape(const tn_schedule_request *r, tn_plan_desc *p, int cl, int t, int stages) {
-    if (cl < 2 || cl > TN_MAX_CLUSTER || !row_splits_fit(r->analysis, p->cols, p->vec, cl)) return 0;
+/* Fills the cluster fields for cl CTAs a row, t threads a CTA, one row each; 0
+   if the slice is not whole vectors or its registers do not fit. */
+static int cluster_shape(const tn_schedule_request *r, tn_plan_desc *p, int cl, int t) {
+    const int64_t nv = p->cols / p->vec;
+    if (cl < 2 || cl > TN_MAX_CLUSTER || nv % cl || t < 32 || t > r->props->max_threads_per_block) return 0;
+    const int batch = (int)ceil_div(nv / cl, t);
+    if (batch > 64 || (t > 32 && t / 2 >= nv / cl) ||
+        TN_REG_NEED(batch * words_per_vector(r->analysis, p->vec)) > regs_cap(r->props, t))
+        return 0;
     p->kind = TN_PLAN_CLUSTER;
     p->cluster = cl;
-    return tma_shape(r, p, t, 1, stages);
+    p->threads_per_row = p->block_threads = t;
+    p->rows_per_cta = 1;
+    p->batch = batch;
+    p->grid = min_i64(r->rows, 0x7fffffff / cl) * cl; /* a cluster a row; the loop strides past 2^31 CTAs */
+    return 1;
 }
 
-/* Rows the tma plan would leave alone on their SM (fewer than three fit), or
-   too few rows for one CTA each to fill the SMs: split each row over a
-   cluster, so several slices share an SM (one's load overlaps another's
-   reductions and stores) and every SM gets work. The size: the smallest that
-   leaves three slices per SM, doubled while rows x CTAs leave SMs idle and
-   slices stay at least TN_CLUSTER_MIN_SLICE bytes. */
+/* The threads for a slice: the fewest from 128 up that hold it at most
+   TN_REG_BATCH_LONG vectors a thread with `per_sm` CTAs' registers on an SM
+   (two: one CTA's loads overlap another's reductions and stores). */
+static int cluster_fit(const tn_schedule_request *r, tn_plan_desc *p, int cl, int per_sm) {
+    const int64_t nvl = p->cols / p->vec / cl;
+    for (int t = 128; t <= 1024; t *= 2)
+        if (ceil_div(nvl, t) <= TN_REG_BATCH_LONG && cluster_shape(r, p, cl, t) &&
+            (int64_t)TN_REG_NEED(p->batch * words_per_vector(r->analysis, p->vec)) * t * per_sm <= r->props->regs_per_sm)
+            return 1;
+    return 0;
+}
+
+/* Rows too long for one CTA's registers, or few rows whose CTAs would leave
+   SMs idle: split each row over the smallest cluster whose slices fit in
+   registers, doubled while rows x CTAs leave SMs idle and slices stay at least
+   TN_CLUSTER_MIN_SLICE bytes. Every CTA reads its slice once and writes it
+   once, as the register plan does; the cluster only meets at reductions. */
 static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int forced, char *err, size_t cap) {
     const tn_analysis *a = r->analysis;
     const tn_device_props *d = r->props;
-    if (!tma_possible(a, r->cols, r->align, d, err, cap)) return 0;
-    p->align_bytes = 16;
-    const int64_t row_bytes = r->cols * a->buffer_elem_bytes, third = d->smem_per_sm / 3 - 1024;
-    if (!forced) {
-        tn_plan_desc reg = *p;
-        char reg_err[256];
-        if (schedule_register(r, &reg, 0, reg_err, sizeof reg_err))
-            REJECT("the register plan holds the row (%lld bytes) in registers", (long long)row_bytes);
-        if (row_bytes <= third && r->rows >= d->sm_count)
-            REJECT("three rows of %lld bytes fit on an SM and %lld rows fill the SMs", (long long)row_bytes,
-                   (long long)r->rows);
-    }
-    int cl = 0;
-    for (int c = 2; c <= TN_MAX_CLUSTER && !cl; c *= 2)
-        if (row_splits_fit(a, r->cols, p->vec, c) && row_bytes / c <= third) cl = c;
-    for (int c = TN_MAX_CLUSTER; c >= 2 && !cl; c /= 2)
-        if (row_splits_fit(a, r->cols, p->vec, c)) cl = c; /* slices bigger than a third: as small as they get */
-    if (!cl) REJECT("a row of %lld vectors does not split into 2 to %d slices of 16-byte multiples", (long long)(r->cols / p->vec), TN_MAX_CLUSTER);
-    while (2 * cl <= TN_MAX_CLUSTER && r->rows * cl < d->sm_count && row_bytes / (2 * cl) >= TN_CLUSTER_MIN_SLICE &&
-           row_splits_fit(a, r->cols, p->vec, 2 * cl))
+    if (d->cc_major < 9) REJECT("thread-block clusters need sm_90 (the target is sm_%d%d)", d->cc_major, d->cc_minor);
+    const int64_t row_bytes = r->cols * a->buffer_elem_bytes, nv = r->cols / p->vec;
+    tn_plan_desc reg = *p;
+    char reg_err[256];
+    const int one_cta = schedule_register(r, &reg, 0, reg_err, sizeof reg_err);
+    const int few = r->rows * 2 <= d->sm_count && row_bytes >= TN_CLUSTER_FEW_ROW_BYTES;
+    if (!forced && one_cta && !few)
+        REJECT("the register plan holds the row (%lld bytes) in one CTA and %lld rows keep the SMs busy",
+               (long long)row_bytes, (long long)r->rows);
+    /* The smallest cluster whose slices leave two CTAs an SM, else one. */
+    int cl = 0, per_sm = 2;
+    for (; per_sm >= 1 && !cl; per_sm--)
+        for (int c = 2; c <= TN_MAX_CLUSTER && !cl; c *= 2)
+            if (cluster_fit(r, p, c, per_sm)) cl = c;
+    per_sm++;
+    if (!cl)
+        REJECT("a row of %lld vectors does not split into %d or fewer slices of whole vectors that fit in registers",
+               (long long)nv, TN_MAX_CLUSTER);
+    while (2 * cl <= TN_MAX_CLUSTER && r->rows * 2 * cl <= d->sm_count && row_bytes / (2 * cl) >= TN_CLUSTER_MIN_SLICE &&
+           cluster_fit(r, p, 2 * cl, per_sm))
         cl *= 2;
-    const int t = slice_threads(r->cols / cl / p->vec);
-    /* Two stages where two such CTAs still share an SM; else one each, several CTAs an SM. */
-    const int two = 2 * (2 * (row_bytes / cl) + 2048) <= d->smem_per_sm;
-    for (int stages = two ? 2 : 1; stages >= 1; stages--)
-        if (cluster_shape(r, p, cl, t, stages)) {
-            why(p, "cluster: each row split over %d CTAs, %lld bytes each in %d stage%s of shared memory (%d bytes), "
-                "filled by bulk copies; %d threads a CTA read it back %d vectors at a time; reductions meet through "
-                "distributed shared memory", cl, (long long)(row_bytes / cl), stages, stages > 1 ? "s" : "",
-                p->smem_bytes, t, (int)ceil_div(r->cols / cl / p->vec, t));
-            return 1;
-        }
-    REJECT("a slice of %lld bytes (a row over %d CTAs) does not fit in %d bytes of shared memory",
-           (long long)(row_bytes / cl), cl, d->smem_per_block_optin);
+    cluster_fit(r, p, cl, per_sm);
+    why(p, "cluster: each row split over %d CTAs of %d threads, %d vectors each held in registers (%lld bytes a CTA); "
+        "reductions meet through distributed shared memory", cl, p->threads_per_row, p->batch,
+        (long long)(row_bytes / cl));
+    return 1;
 }
 
 static int check_cluster(const tn_plan_desc *p, const tn_analysis *a, const tn_device_props *d, char *err, size_t cap) {
-    if (!tma_possible(a, p->cols, p->align_bytes, d, err, cap)) return 0;
-    if (p->align_bytes != 16) REJECT("plan: a cluster plan needs align_bytes 16, not %d", p->align_bytes);
-    if (p->consumer_groups || p->chunks != 1 || p->producer_regs || p->consumer_regs)
-        REJECT("plan: a cluster plan has no consumer groups, chunks or register sharing");
-    if (p->cluster < 2 || !row_splits_fit(a, p->cols, p->vec, p->cluster))
-        REJECT("plan: cluster %d must be 2 to %d CTAs, each a slice of whole vectors in 16-byte multiples",
-               p->cluster, TN_MAX_CLUSTER);
-    if (p->stages < 1) REJECT("plan: a cluster plan needs at least one stage");
-    if (p->smem_bytes != tn_tma_dynamic_smem(a, p))
-        REJECT("plan: smem_bytes %d is not what %d stages of %d rows' slices need (%lld)", p->smem_bytes, p->stages,
-               p->rows_per_cta, (long long)tn_tma_dynamic_smem(a, p));
-    if (p->smem_bytes + tn_tma_static_smem(a, p) > d->smem_per_block_optin)
-        REJECT("plan: %lld bytes of shared memory, above the device's %d per CTA",
-               (long long)(p->smem_bytes + tn_tma_static_smem(a, p)), d->smem_per_block_optin);
+    if (d->cc_major < 9) REJECT("thread-block clusters need sm_90 (the target is sm_%d%d)", d->cc_major, d->cc_minor);
+    if (p->consumer_groups || p->chunks != 1 || p->producer_regs || p->consumer_regs || p->stages || p->smem_bytes)
+        REJECT("plan: a cluster plan has no shared-memory ring, consumer groups, chunks or register sharing");
+    if (p->align_bytes != tn_plan_access_align(p, a->max_elem_size))
+        REJECT("plan: align_bytes %d is not what vec %d needs (%d)", p->align_bytes, p->vec,
+               tn_plan_access_align(p, a->max_elem_size));
+    const int64_t nv = p->cols / p->vec;
+    if (p->cluster < 2 || nv % p->cluster)
+        REJECT("plan: cluster %d must be 2 to %d CTAs, each a slice of whole vectors (%lld vectors a row)", p->cluster,
+               TN_MAX_CLUSTER, (long long)nv);
+    if (p->rows_per_cta != 1) REJECT("plan: a cluster plan takes one row per cluster");
+    if ((int64_t)p->threads_per_row * p->batch < nv / p->cluster)
+        REJECT("plan: threads_per_row %d x batch %d vectors do not cover a slice of %lld vectors", p->threads_per_row,
+               p->batch, (long long)(nv / p->cluster));
     return 1;
 }
 
 static int candidates_cluster(const tn_schedule_request *r, const tn_plan_desc *base, tn_plan_desc *out, int cap) {
-    char err[256];
-    if (!tma_possible(r->analysis, base->cols, r->align, r->props, err, sizeof err)) return 0;
+    if (r->props->cc_major < 9) return 0;
     int n = 0;
-    for (int cl = 2; cl <= TN_MAX_CLUSTER; cl *= 2) {
-        const int64_t nvl = base->cols / base->vec / cl;
-        for (int t = 32; t <= 1024; t *= 2) {
-            if (ceil_div(nvl, t) > 16 || (t > 32 && t / 2 >= nvl)) continue;
-            for (int stages = 1; stages <= 2 && n < cap; stages++) {
-                tn_plan_desc p = *base;
-                p.align_bytes = 16;
-                if (cluster_shape(r, &p, cl, t, stages)) out[n++] = p;
-            }
+    for (int cl = 2; cl <= TN_MAX_CLUSTER; cl *= 2)
+        for (int t = 32; t <= 1024 && n < cap; t *= 2) {
+            tn_plan_desc p = *base;
+            if (ceil_div(base->cols / base->vec / cl, t) <= 32 && cluster_shape(r, &p, cl, t)) out[n++] = p;
         }
-    }
     return n;
 }
 

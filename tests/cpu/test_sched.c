@@ -29,15 +29,22 @@ static void check_invariants(const tn_plan_desc *p, const tn_analysis *a, const 
         CHECK(TN_REG_NEED(words) <= cap, "%s: buffer of %d words over the %d-register cap", what, words, cap);
     } else if (p->kind == TN_PLAN_LOOPED) {
         CHECK(p->rows_per_cta == 1 && p->grid <= p->rows, "%s: looped grid %lld", what, (long long)p->grid);
+    } else if (p->kind == TN_PLAN_CLUSTER) {
+        /* A row's slices in the registers of a cluster's CTAs: whole vectors, within the register cap. */
+        const int64_t nv = p->cols / p->vec;
+        CHECK(p->cluster >= 2 && p->cluster <= TN_MAX_CLUSTER && nv % p->cluster == 0 && p->grid % p->cluster == 0 &&
+                  p->grid <= p->rows * p->cluster && p->stages == 0,
+              "%s: cluster %d, grid %lld, stages %d", what, p->cluster, (long long)p->grid, p->stages);
+        CHECK((int64_t)p->threads_per_row * p->batch >= nv / p->cluster, "%s: slice not covered", what);
+        int words = (int)((p->vec * a->buffer_elem_bytes * a->kept_values / a->num_stage_inputs + 3) / 4) * p->batch;
+        int cap = d->regs_per_sm / p->block_threads;
+        CHECK(TN_REG_NEED(words) <= cap, "%s: slice of %d words over the %d-register cap", what, words, cap);
     } else {
         /* The tma kinds: a persistent grid over row groups, everything in shared memory. */
         const int group = p->kind == TN_PLAN_TMA_WS ? 128 / p->threads_per_row : p->rows_per_cta;
-        /* A cluster plan launches whole clusters: cluster CTAs for each row group it takes at once. */
-        CHECK(p->grid <= (p->rows + group - 1) / group * p->cluster && p->grid <= 32LL * d->sm_count &&
-                  p->grid % p->cluster == 0,
-              "%s: tma grid %lld (cluster %d)", what, (long long)p->grid, p->cluster);
-        CHECK(p->kind == TN_PLAN_CLUSTER ? p->cluster >= 2 && p->cluster <= TN_MAX_CLUSTER : p->cluster == 1,
-              "%s: cluster %d for a %s plan", what, p->cluster, tn_plan_kind_name(p->kind));
+        CHECK(p->grid <= (p->rows + group - 1) / group && p->grid <= 32LL * d->sm_count, "%s: tma grid %lld", what,
+              (long long)p->grid);
+        CHECK(p->cluster == 1, "%s: cluster %d for a %s plan", what, p->cluster, tn_plan_kind_name(p->kind));
         CHECK(p->stages >= p->chunks && p->smem_bytes > 0 && p->smem_bytes <= d->smem_per_block_optin && p->align_bytes == 16,
               "%s: tma ring: %d stages, %d chunks, %d bytes", what, p->stages, p->chunks, p->smem_bytes);
     }
@@ -150,10 +157,11 @@ static void test_decisions(tn_context *ctx) {
     sm.cols = 16384;
     CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_REGISTER, "softmax 4096x16384: register");
     tn_fusion_destroy(f);
-    /* Rows that leave one tma row per SM, and few long rows, split over a cluster; never above 8 CTAs. */
+    /* Rows too long for one CTA's registers, and few long rows, split over a cluster whose slices leave two CTAs
+       an SM; never above 8 CTAs. */
     tn_fusion_builtin(ctx, TN_BUILTIN_SOFTMAX, &o, &f);
     tn_analyze(f, &a);
-    const int64_t cl_shapes[][3] = {{4096, 65536, 2}, {1, 65536, 8}, {1, 262144, 8}, {4096, 131072, 4}, {64, 65536, 4}};
+    const int64_t cl_shapes[][3] = {{4096, 65536, 4}, {1, 65536, 8}, {1, 262144, 8}, {4096, 131072, 8}, {64, 65536, 4}};
     for (int i = 0; i < 5; i++) {
         tn_schedule_request cr = {&a, cl_shapes[i][0], cl_shapes[i][1], 16, -1, &d};
         CHECK(tn_schedule(&cr, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == cl_shapes[i][2],

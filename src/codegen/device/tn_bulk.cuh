@@ -99,12 +99,10 @@ __device__ __forceinline__ void tn_stage_issue(const tn_row_src (&src)[NIN], uns
 }
 
 // Every thread: sets up the stages' barriers and (thread 0) fills each stage
-// with this CTA's first S row groups: first, first + step, ... (chunk: the
-// slice of each row this CTA holds, 0 unless a cluster splits rows).
+// with this CTA's first S row groups.
 template <int R, int S, int NIN>
 __device__ __forceinline__ void tn_ring_start(const tn_row_src (&src)[NIN], unsigned char *smem, unsigned stage_bytes,
-                                              unsigned long long *full, long long G, long long M, long long first,
-                                              long long step, int chunk) {
+                                              unsigned long long *full, long long G, long long M) {
     if (threadIdx.x == 0) {
 #pragma unroll
         for (int s = 0; s < S; s++) tn_mbar_init(&full[s], 1);
@@ -113,8 +111,8 @@ __device__ __forceinline__ void tn_ring_start(const tn_row_src (&src)[NIN], unsi
     __syncthreads();
     if (threadIdx.x == 0)
         for (int s = 0; s < S; s++) {
-            const long long g = first + (long long)s * step;
-            if (g < G) tn_stage_issue<R, NIN>(src, smem + s * stage_bytes, g, M, &full[s], chunk);
+            const long long g = blockIdx.x + (long long)s * gridDim.x;
+            if (g < G) tn_stage_issue<R, NIN>(src, smem + s * stage_bytes, g, M, &full[s]);
         }
 }
 
@@ -122,15 +120,14 @@ __device__ __forceinline__ void tn_ring_start(const tn_row_src (&src)[NIN], unsi
 // read the stage, thread 0 refills it with the group S turns ahead.
 template <int R, int S, int NIN>
 __device__ __forceinline__ void tn_ring_refill(const tn_row_src (&src)[NIN], unsigned char *stage,
-                                               unsigned long long *full, long long g, long long M, long long step,
-                                               int chunk) {
+                                               unsigned long long *full, long long g, long long M) {
     __syncthreads();
-    const long long next = g + (long long)S * step;
-    if (threadIdx.x == 0 && next * R < M) tn_stage_issue<R, NIN>(src, stage, next, M, full, chunk);
+    const long long next = g + (long long)S * gridDim.x;
+    if (threadIdx.x == 0 && next * R < M) tn_stage_issue<R, NIN>(src, stage, next, M, full);
 }
 
 // ---- thread-block clusters (the cluster kind): each CTA of a cluster holds
-// one slice of the same rows; a reduction's per-CTA parts meet in every CTA's
+// one slice of the same rows (in registers); a reduction's per-CTA parts meet in every CTA's
 // shared memory (distributed shared memory) behind one cluster barrier.
 __device__ __forceinline__ unsigned tn_cluster_rank() {
     unsigned r;

@@ -1,54 +1,51 @@
-// row storage: shared memory, a slice of each row per CTA (bulk copies); skeleton: ring of shared-memory stages in each CTA of a cluster
-extern "C" __global__ void __launch_bounds__(512) tn_kernel(
+// row storage: registers, a slice of each row per CTA; skeleton: grid-stride over clusters (a row group split over the cluster's CTAs)
+extern "C" __global__ void __launch_bounds__(256) tn_kernel(
     const tn_u16 *__restrict__ in0,
     const long long in0_ld,
     const tn_u16 *__restrict__ in1,
     const tn_u16 *__restrict__ in2,
     tn_u16 *__restrict__ out0,
     const long long out0_ld,
+    float *__restrict__ out1,
+    float *__restrict__ out2,
     const float prm0,
     const long long M) {
-    constexpr int N = 131072, V = 8, NV = N / V, T = 512, R = 1;
+    constexpr int N = 131072, V = 8, NV = N / V, T = 256, R = 1;
+    constexpr int P = 8;  // vectors each thread keeps per row
     constexpr int A = 8;  // accumulators per reduction and thread
     (void)R;
     __shared__ float tn_red[2][R][T / 32];
-    __shared__ float tn_cred[2][2][R][4];
+    __shared__ float tn_cred[2][2][R][8];
     const float s5 = 131072.0f;
     const float s11 = prm0;
     const int tr = threadIdx.x % T, rr = threadIdx.x / T;
     (void)rr;
-    constexpr int S = 1, CL = 4, NVL = NV / CL;
-    constexpr int NIN = 1;
-    const tn_row_src tn_src[NIN] = {
-        {reinterpret_cast<const unsigned char *>(in0), in0_ld * 2, 65536u, 0u},
-    };
-    constexpr unsigned STAGE_BYTES = 65536u;
-    extern __shared__ __align__(128) unsigned char tn_smem[];
+    constexpr int CL = 8, NVL = NV / CL;
     const unsigned rank = tn_cluster_rank();
-    const long long cid = blockIdx.x / CL, clusters = gridDim.x / CL;
-    unsigned long long *tn_full = reinterpret_cast<unsigned long long *>(tn_smem + S * STAGE_BYTES);
-    const long long G = M / R + (M % R != 0);
-    tn_ring_start<R, S, NIN>(tn_src, tn_smem, STAGE_BYTES, tn_full, G, M, cid, clusters, (int)rank);
+    const int VB = (int)rank * NVL;  // this CTA's slice of every row
     tn_cluster_sync();  // every CTA of the cluster runs before any writes to another's shared memory
-    long long turn = 0;
-    for (long long g = cid; g < G; g += clusters, turn++) {
-        const int slot = (int)(turn % S);
-        tn_mbar_wait(&tn_full[slot], (unsigned)((turn / S) & 1));
-        const unsigned char *tn_stage = tn_smem + slot * STAGE_BYTES;
+    long long turn = 0;  // row groups taken, mod 2: which tn_cred
+    for (long long g = blockIdx.x / CL; g * R < M; g += gridDim.x / CL, turn++) {
         const long long row = g * R + rr;
         const bool live = row < M;
         (void)live;
-        const tn_vec<tn_u16, V> *__restrict__ r0 = reinterpret_cast<const tn_vec<tn_u16, V> *>(
-            tn_stage + tn_src[0].smem_offset + rr * tn_src[0].row_bytes);
+        tn_vec<tn_u16, V> bb0[P];
+#pragma unroll
+        for (int p = 0; p < P; p++) {
+            const int vl = p * T + tr, vi = VB + vl;
+            (void)vi;
+            if (live && vl < NVL) tn_vload(bb0[p], in0 + row * in0_ld + vi * V);
+            else tn_vzero(bb0[p]);
+        }
         float acc4[A];
 #pragma unroll
         for (int v = 0; v < A; v++) acc4[v] = 0.0f;
-#pragma unroll 4
-        for (int vl = tr; vl < NVL; vl += T) {
-            const int vi = (int)rank * NVL + vl;
+#pragma unroll
+        for (int p = 0; p < P; p++) {
+            const int vl = p * T + tr, vi = VB + vl;
             (void)vi;
-            if (true) {
-                const tn_vec<tn_u16, V> b0 = r0[vl];
+            if (vl < NVL) {
+                const tn_vec<tn_u16, V> &b0 = bb0[p];
                 #pragma unroll
                 for (int v = 0; v < V; v++) {
                     const float e0 = tn_bf16_to_f32(b0.e[v]);
@@ -62,12 +59,12 @@ extern "C" __global__ void __launch_bounds__(512) tn_kernel(
         float acc9[A];
 #pragma unroll
         for (int v = 0; v < A; v++) acc9[v] = 0.0f;
-#pragma unroll 4
-        for (int vl = tr; vl < NVL; vl += T) {
-            const int vi = (int)rank * NVL + vl;
+#pragma unroll
+        for (int p = 0; p < P; p++) {
+            const int vl = p * T + tr, vi = VB + vl;
             (void)vi;
-            if (true) {
-                const tn_vec<tn_u16, V> b0 = r0[vl];
+            if (vl < NVL) {
+                const tn_vec<tn_u16, V> &b0 = bb0[p];
                 #pragma unroll
                 for (int v = 0; v < V; v++) {
                     const float e0 = tn_bf16_to_f32(b0.e[v]);
@@ -82,12 +79,12 @@ extern "C" __global__ void __launch_bounds__(512) tn_kernel(
         const float s10 = (s9 / s5);
         const float s12 = (s10 + s11);
         const float s13 = rsqrtf(s12);
-#pragma unroll 4
-        for (int vl = tr; vl < NVL; vl += T) {
-            const int vi = (int)rank * NVL + vl;
+#pragma unroll
+        for (int p = 0; p < P; p++) {
+            const int vl = p * T + tr, vi = VB + vl;
             (void)vi;
-            if (live) {
-                const tn_vec<tn_u16, V> b0 = r0[vl];
+            if (live && vl < NVL) {
+                const tn_vec<tn_u16, V> &b0 = bb0[p];
                 tn_vec<tn_u16, V> c1;
                 tn_vload(c1, in1 + vi * V);
                 tn_vec<tn_u16, V> c2;
@@ -110,8 +107,9 @@ extern "C" __global__ void __launch_bounds__(512) tn_kernel(
                 tn_vstore(out0 + row * out0_ld + vi * V, o0);
             }
         }
-        tn_ring_refill<R, S, NIN>(tn_src, tn_smem + slot * STAGE_BYTES, &tn_full[slot], g, M, clusters,
-                                  (int)rank);
+        if (live && tr == 0 && rank == 0) out1[row] = s6;
+        if (live && tr == 0 && rank == 0) out2[row] = s13;
+        __syncthreads();  // tn_red is reused by the next row group
     }
     tn_cluster_sync();  // no CTA leaves while another may still write to its shared memory
 }
