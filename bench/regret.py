@@ -49,7 +49,8 @@ def parse(text):
 
 TUNE_HEAD = re.compile(r"^tune (\w+) \[(\d+) x (\d+)\]")
 PLAN_COLUMNS = {"vec": "vec", "t/row": "threads_per_row", "rows": "rows_per_cta", "batch": "batch",
-                "block": "block_threads", "stages": "stages", "groups": "consumer_groups", "chunks": "chunks"}
+                "block": "block_threads", "stages": "stages", "groups": "consumer_groups", "chunks": "chunks",
+                "cluster": "cluster"}
 
 
 def tune_tables(text):

@@ -79,10 +79,13 @@ static int schedule_register(const tn_schedule_request *r, tn_plan_desc *p, int 
     const tn_device_props *d = r->props;
     const int64_t nv = r->cols / p->vec;
     const int words = words_per_vector(r->analysis, p->vec);
+    /* From 256 threads, the 16 vectors count every ROW input's loads (add_rmsnorm 4096 x 32768: 261.5 us at 512
+       threads x 8, 279.5 at 256 x 16). */
+    const int inputs = r->analysis->num_stage_inputs > 1 ? r->analysis->num_stage_inputs : 1;
     int t = 1;
     while (t < 1024 && ceil_div(nv, t) > (t < TN_REG_LONG_ROW_THREADS   ? TN_REG_BATCH_TARGET
                                           : t < TN_REG_LONGER_ROW_THREADS ? TN_REG_BATCH_LONG
-                                                                          : TN_REG_BATCH_LONGER))
+                                                                          : TN_REG_BATCH_LONGER / inputs))
         t *= 2;
     /* Few rows: give each row more threads so the SMs have work. */
     const int64_t wanted = (int64_t)d->sm_count * 1024;
@@ -549,23 +552,35 @@ static int cluster_shape(const tn_schedule_request *r, tn_plan_desc *p, int cl, 
     return 1;
 }
 
-/* The threads for a slice: the fewest from 128 up that hold it at most
-   TN_REG_BATCH_LONG vectors a thread with `per_sm` CTAs' registers on an SM
-   (two: one CTA's loads overlap another's reductions and stores). */
-static int cluster_fit(const tn_schedule_request *r, tn_plan_desc *p, int cl, int per_sm) {
+/* Threads for a slice at most `batch` vectors a thread with `per_sm` CTAs'
+   registers on an SM: the fewest from 128 up (more vectors a thread in flight)
+   or (most) the most down to 128; 0 if none fits. */
+static int cluster_fit(const tn_schedule_request *r, tn_plan_desc *p, int cl, int batch, int per_sm, int most) {
     const int64_t nvl = p->cols / p->vec / cl;
-    for (int t = 128; t <= 1024; t *= 2)
-        if (ceil_div(nvl, t) <= TN_REG_BATCH_LONG && cluster_shape(r, p, cl, t) &&
+    for (int k = 0; k < 4; k++) {
+        const int t = most ? 1024 >> k : 128 << k;
+        if (ceil_div(nvl, t) <= batch && cluster_shape(r, p, cl, t) &&
             (int64_t)TN_REG_NEED(p->batch * words_per_vector(r->analysis, p->vec)) * t * per_sm <= r->props->regs_per_sm)
             return 1;
+    }
     return 0;
 }
 
-/* Rows too long for one CTA's registers, or few rows whose CTAs would leave
-   SMs idle: split each row over the smallest cluster whose slices fit in
-   registers, doubled while rows x CTAs leave SMs idle and slices stay at least
-   TN_CLUSTER_MIN_SLICE bytes. Every CTA reads its slice once and writes it
-   once, as the register plan does; the cluster only meets at reductions. */
+/* The cluster plan's region, from tune on the H200 (bf16, 2026-12-03):
+   - few rows (under half the SMs) of 64 KiB or more: each row over as many
+     CTAs as keep slices of 8 KiB, up to 8, about 4 vectors a thread (one SM
+     alone streams a long row slowly: softmax 1 x 65536 3.64 us against 11.3
+     for one tma CTA, layernorm 1 x 131072 5.66 against 14.6 looped);
+   - many rows too long for one CTA's registers, of fusions that evaluate
+     special functions in two or more phases: a slice's values stay in
+     registers, so exp runs once per element instead of once per phase; the
+     smallest cluster that leaves two CTAs an SM at up to 16 vectors a
+     thread (softmax 4096 x 65536: 337 us, tma 387);
+   - many rows that neither one CTA's registers nor one SM's shared memory
+     hold: the smallest cluster, the most threads (add_rmsnorm 4096 x 65536:
+     577 us at 2 CTAs of 1024 threads, 606-612 at 4).
+   Elsewhere tma (rows that fit an SM's shared memory: rmsnorm 4096 x 65536
+   299 us against 358) or the register plan. */
 static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int forced, char *err, size_t cap) {
     const tn_analysis *a = r->analysis;
     const tn_device_props *d = r->props;
@@ -575,22 +590,31 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
     char reg_err[256];
     const int one_cta = schedule_register(r, &reg, 0, reg_err, sizeof reg_err);
     const int few = r->rows * 2 <= d->sm_count && row_bytes >= TN_CLUSTER_FEW_ROW_BYTES;
-    if (!forced && one_cta && !few)
-        REJECT("the register plan holds the row (%lld bytes) in one CTA and %lld rows keep the SMs busy",
-               (long long)row_bytes, (long long)r->rows);
-    /* The smallest cluster whose slices leave two CTAs an SM, else one. */
-    int cl = 0, per_sm = 2;
-    for (; per_sm >= 1 && !cl; per_sm--)
-        for (int c = 2; c <= TN_MAX_CLUSTER && !cl; c *= 2)
-            if (cluster_fit(r, p, c, per_sm)) cl = c;
-    per_sm++;
+    const int fits_sm = row_bytes + 1024 <= d->smem_per_block_optin;
+    if (!forced && !few) {
+        if (one_cta)
+            REJECT("the register plan holds the row (%lld bytes) in one CTA and %lld rows keep the SMs busy",
+                   (long long)row_bytes, (long long)r->rows);
+        if (fits_sm && a->special_evals < 2)
+            REJECT("%lld rows keep the SMs busy and a row fits in one SM's shared memory (tma)", (long long)r->rows);
+    }
+    /* (batch, CTAs an SM, most threads) for each region; forced: the first that fits. */
+    int batch = TN_REG_BATCH_TARGET, per_sm = 1, most = 0;
+    if (!few) batch = a->special_evals >= 2 ? TN_REG_BATCH_LONGER : TN_REG_BATCH_TARGET,
+              per_sm = a->special_evals >= 2 ? 2 : 1, most = a->special_evals < 2;
+    int cl = 0;
+    for (int c = 2; c <= TN_MAX_CLUSTER && !cl; c *= 2)
+        if (cluster_fit(r, p, c, batch, per_sm, most)) cl = c;
+    for (int c = 2; c <= TN_MAX_CLUSTER && !cl; c *= 2) /* any slice that fits at all */
+        if (cluster_fit(r, p, c, TN_REG_BATCH_LONGER, 1, 0)) cl = c, batch = TN_REG_BATCH_LONGER, per_sm = 1, most = 0;
     if (!cl)
         REJECT("a row of %lld vectors does not split into %d or fewer slices of whole vectors that fit in registers",
                (long long)nv, TN_MAX_CLUSTER);
-    while (2 * cl <= TN_MAX_CLUSTER && r->rows * 2 * cl <= d->sm_count && row_bytes / (2 * cl) >= TN_CLUSTER_MIN_SLICE &&
-           cluster_fit(r, p, 2 * cl, per_sm))
-        cl *= 2;
-    cluster_fit(r, p, cl, per_sm);
+    if (few)
+        while (2 * cl <= TN_MAX_CLUSTER && row_bytes / (2 * cl) >= TN_CLUSTER_MIN_SLICE &&
+               cluster_fit(r, p, 2 * cl, batch, per_sm, most))
+            cl *= 2;
+    cluster_fit(r, p, cl, batch, per_sm, most);
     why(p, "cluster: each row split over %d CTAs of %d threads, %d vectors each held in registers (%lld bytes a CTA); "
         "reductions meet through distributed shared memory", cl, p->threads_per_row, p->batch,
         (long long)(row_bytes / cl));

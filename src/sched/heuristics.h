@@ -46,10 +46,10 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
 
 /* The cluster plan takes few rows (under half the SMs) of at least
    TN_CLUSTER_FEW_ROW_BYTES, where one SM alone would stream a long row, and
-   splits them over more CTAs while slices stay at least TN_CLUSTER_MIN_SLICE
+   splits them over up to 8 CTAs while slices stay at least TN_CLUSTER_MIN_SLICE
    bytes: smaller ones spend more on the cluster barrier than they save. */
 #define TN_CLUSTER_FEW_ROW_BYTES (64 * 1024)
-#define TN_CLUSTER_MIN_SLICE (16 * 1024)
+#define TN_CLUSTER_MIN_SLICE (8 * 1024)
 
 /* Register plan limits, exposed for the tests' invariants. */
 /* Vectors a thread keeps per row before rows widen: 4, and up to 8 once a row

@@ -157,17 +157,25 @@ static void test_decisions(tn_context *ctx) {
     sm.cols = 16384;
     CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_REGISTER, "softmax 4096x16384: register");
     tn_fusion_destroy(f);
-    /* Rows too long for one CTA's registers, and few long rows, split over a cluster whose slices leave two CTAs
-       an SM; never above 8 CTAs. */
+    /* softmax rows too long for one CTA's registers (exp once per element, in registers), and few long rows, split
+       over a cluster; never above 8 CTAs. rmsnorm rows that fit an SM's shared memory stay tma at many rows. */
     tn_fusion_builtin(ctx, TN_BUILTIN_SOFTMAX, &o, &f);
     tn_analyze(f, &a);
-    const int64_t cl_shapes[][3] = {{4096, 65536, 4}, {1, 65536, 8}, {1, 262144, 8}, {4096, 131072, 8}, {64, 65536, 4}};
+    const int64_t cl_shapes[][3] = {{4096, 65536, 4}, {1, 65536, 8}, {1, 262144, 8}, {4096, 131072, 8}, {64, 65536, 8}};
     for (int i = 0; i < 5; i++) {
         tn_schedule_request cr = {&a, cl_shapes[i][0], cl_shapes[i][1], 16, -1, &d};
         CHECK(tn_schedule(&cr, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == cl_shapes[i][2],
               "softmax %lldx%lld: cluster of %lld: %s", (long long)cl_shapes[i][0], (long long)cl_shapes[i][1],
               (long long)cl_shapes[i][2], p.why);
     }
+    tn_fusion_destroy(f);
+    tn_fusion_builtin(ctx, TN_BUILTIN_RMSNORM, &o, &f);
+    tn_analyze(f, &a);
+    tn_schedule_request rl = {&a, 4096, 65536, 16, -1, &d};
+    CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_TMA, "rmsnorm 4096x65536: tma: %s", p.why);
+    rl.rows = 1;
+    CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 8, "rmsnorm 1x65536: %s",
+          p.why);
     tn_schedule_request no_sm90 = {&a, 4096, 65536, 16, TN_PLAN_CLUSTER, &d};
     tn_device_props a100;
     tn_device_props_for_target("a100", &a100);
