@@ -1,5 +1,5 @@
 // row storage: registers, a slice of each row per CTA; skeleton: grid-stride over clusters (a row group split over the cluster's CTAs)
-extern "C" __global__ void __launch_bounds__(256) tn_kernel(
+extern "C" __global__ void __launch_bounds__(1024) tn_kernel(
     const tn_u16 *__restrict__ in0,
     const long long in0_ld,
     const tn_u16 *__restrict__ in1,
@@ -10,17 +10,17 @@ extern "C" __global__ void __launch_bounds__(256) tn_kernel(
     float *__restrict__ out2,
     const float prm0,
     const long long M) {
-    constexpr int N = 131072, V = 8, NV = N / V, T = 256, R = 1;
-    constexpr int P = 8;  // vectors each thread keeps per row
-    constexpr int A = 8;  // accumulators per reduction and thread
+    constexpr int N = 131072, V = 8, NV = N / V, T = 1024, R = 1;
+    constexpr int P = 4;  // vectors each thread keeps per row
+    constexpr int A = 2;  // accumulators per reduction and thread
     (void)R;
     __shared__ float tn_red[2][R][T / 32];
-    __shared__ float tn_cred[2][2][R][8];
+    __shared__ float tn_cred[2][2][R][4];
     const float s5 = 131072.0f;
     const float s11 = prm0;
     const int tr = threadIdx.x % T, rr = threadIdx.x / T;
     (void)rr;
-    constexpr int CL = 8, NVL = NV / CL;
+    constexpr int CL = 4, NVL = NV / CL;
     const unsigned rank = tn_cluster_rank();
     const int VB = (int)rank * NVL;  // this CTA's slice of every row
     tn_cluster_sync();  // every CTA of the cluster runs before any writes to another's shared memory
