@@ -567,8 +567,9 @@ static int cluster_fit(const tn_schedule_request *r, tn_plan_desc *p, int cl, in
 }
 
 /* The cluster plan's region, from tune on the H200 (bf16, 2026-12-03):
-   - few rows (under half the SMs) of 64 KiB or more: each row over as many
-     CTAs as keep slices of 8 KiB, up to 8, about 4 vectors a thread (one SM
+   - few rows (under half the SMs; a quarter where one CTA's registers hold
+     the row) of 64 KiB or more: each row over as many CTAs as the SMs take
+     in one wave and keep slices of 8 KiB, up to 8, about 4 vectors a thread (one SM
      alone streams a long row slowly: softmax 1 x 65536 3.64 us against 11.3
      for one tma CTA, layernorm 1 x 131072 5.66 against 14.6 looped);
    - many rows too long for one CTA's registers, of fusions that evaluate
@@ -589,7 +590,9 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
     tn_plan_desc reg = *p;
     char reg_err[256];
     const int one_cta = schedule_register(r, &reg, 0, reg_err, sizeof reg_err);
-    const int few = r->rows * 2 <= d->sm_count && row_bytes >= TN_CLUSTER_FEW_ROW_BYTES;
+    /* Few rows: a cluster at least doubles the SMs in use (quadruples, where one CTA's registers hold the row:
+       rmsnorm 64 x 32768 took 4.45 us in the register plan, 5.95 over clusters of 8). */
+    const int few = r->rows * (one_cta ? 4 : 2) <= d->sm_count && row_bytes >= TN_CLUSTER_FEW_ROW_BYTES;
     const int fits_sm = row_bytes + 1024 <= d->smem_per_block_optin;
     if (!forced && !few) {
         if (one_cta)
@@ -611,7 +614,7 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
         REJECT("a row of %lld vectors does not split into %d or fewer slices of whole vectors that fit in registers",
                (long long)nv, TN_MAX_CLUSTER);
     if (few)
-        while (2 * cl <= TN_MAX_CLUSTER && row_bytes / (2 * cl) >= TN_CLUSTER_MIN_SLICE &&
+        while (2 * cl <= TN_MAX_CLUSTER && r->rows * 2 * cl <= d->sm_count && row_bytes / (2 * cl) >= TN_CLUSTER_MIN_SLICE &&
                cluster_fit(r, p, 2 * cl, batch, per_sm, most))
             cl *= 2;
     cluster_fit(r, p, cl, batch, per_sm, most);
