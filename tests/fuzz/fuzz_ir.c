@@ -463,10 +463,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     reader r = {data, size, 0};
     const int64_t rows = pick_rows(&r), cols = pick_cols(&r);
     const int align = 1 << (u8(&r) % 5);
-    const unsigned km = u8(&r); /* kind: 0 the scheduler's choice, else forced; 4 kinds per target */
-    const int kind = km % 4 == 0 ? -1 : (int)(km % 4 - 1) % TN_PLAN_KIND_COUNT;
+    const unsigned km = u8(&r); /* kind: 0 the scheduler's choice, else one of every kind forced; then a target */
+    const int kind = km % (TN_PLAN_KIND_COUNT + 1) == 0 ? -1 : (int)(km % (TN_PLAN_KIND_COUNT + 1)) - 1;
     static const char *const k_targets[3] = {"h200", "h100", "a100"};
-    const char *target = k_targets[(km / 4) % 3];
+    const char *target = k_targets[(km / (TN_PLAN_KIND_COUNT + 1)) % 3];
     const unsigned rm = u8(&r);
     const int64_t ref_rows = 1 + rm % 3, ref_cols = 1 + (rm / 3) % 17;
     const int pad = (int)(u8(&r) % 3);
