@@ -57,6 +57,8 @@ typedef struct storage_code {
     void (*loop_open)(gen *g, int output_phase); /* defines vi */
     void (*loop_close)(gen *g);
     void (*fetch)(gen *g, int node, const char *indent);
+    /* ... and a COL input's vector (as c<k>); NULL: loaded from global memory where a phase needs it. */
+    void (*col_fetch)(gen *g, int node, const char *indent);
 } storage_code;
 
 /* The kernel's frame around the row program. */
@@ -153,6 +155,12 @@ static void emit_value(gen *g, const char *indent, int k) {
         tn_strbuf_printf(g->sb, "%sconst float rcp%d = 1.0f / %s;\n", indent, k, name);
 }
 
+/* A COL input's vector vi, from global memory (L2 after the first rows). */
+static void col_load(gen *g, int k, const char *ind) {
+    tn_strbuf_printf(g->sb, "%stn_vec<%s, V> c%d;\n%stn_vload(c%d, in%d + vi * V);\n", ind,
+                     k_dtype_code[g->f->nodes[k].dtype].storage, k, ind, k, g->f->nodes[k].io_index);
+}
+
 /* The body of one element loop for vector vi: fetches, the needed values,
    then the accumulations of phase `level` or (level < 0) the output stores. */
 static void emit_element_loop_body(gen *g, const unsigned char *need, int level, const char *ind) {
@@ -164,8 +172,7 @@ static void emit_element_loop_body(gen *g, const unsigned char *need, int level,
         if (need[i] && is_row_input(&f->nodes[i])) g->storage->fetch(g, i, ind);
     for (int i = 0; i < f->num_nodes; i++)
         if (need[i] && f->nodes[i].kind == TN_OP_INPUT && f->nodes[i].shape == TN_SHAPE_COL)
-            tn_strbuf_printf(g->sb, "%stn_vec<%s, V> c%d;\n%stn_vload(c%d, in%d + vi * V);\n", ind,
-                             k_dtype_code[f->nodes[i].dtype].storage, i, ind, i, f->nodes[i].io_index);
+            (g->storage->col_fetch ? g->storage->col_fetch : col_load)(g, i, ind);
     if (phase_is_output)
         for (int r = 0; r < g->a->num_row_outputs; r++) {
             int o = g->a->row_outputs[r];
@@ -286,10 +293,24 @@ typedef struct row_index {
 } row_index;
 static const row_index k_whole_row = {"const int vi = p * T + tr;", "vi < NV"};
 static const row_index k_slice = {"const int vl = p * T + tr, vi = VB + vl;\n            (void)vi;", "vl < NVL"};
+/* Rows of at most this many vectors a thread also take their COL vectors
+   (weight, bias) into registers with the row's own loads: a latency-bound row
+   then waits for memory once, not again after its reductions. */
+#define TN_COL_IN_REGISTERS_MAX_VECTORS 2
+static int cols_in_registers(const gen *g) { return g->p->batch <= TN_COL_IN_REGISTERS_MAX_VECTORS; }
+
 static void register_loads(gen *g, const row_index *x) {
     const tn_fusion *f = g->f;
     for (int i = 0; i < f->num_nodes; i++) {
         const tn_node *n = &f->nodes[i];
+        if (g->a->used[i] && n->kind == TN_OP_INPUT && n->shape == TN_SHAPE_COL && cols_in_registers(g))
+            tn_strbuf_printf(g->sb,
+                             "        tn_vec<%s, V> cc%d[P];  // issued with the row's loads\n"
+                             "#pragma unroll\n        for (int p = 0; p < P; p++) {\n"
+                             "            %s\n"
+                             "            if (%s) tn_vload(cc%d[p], in%d + vi * V);\n"
+                             "            else tn_vzero(cc%d[p]);\n        }\n",
+                             k_dtype_code[n->dtype].storage, i, x->index, x->bound, i, n->io_index, i);
         if (!g->a->used[i] || !is_row_input(n)) continue;
         tn_strbuf_printf(g->sb,
                          "        tn_vec<%s, V> bb%d[P];\n"
@@ -309,6 +330,14 @@ static void registers_setup(gen *g) { register_loads(g, &k_whole_row); }
 static void registers_loop(gen *g, int output_phase) { register_loop(g, output_phase, &k_whole_row); }
 static void slice_setup(gen *g) { register_loads(g, &k_slice); }
 static void slice_loop(gen *g, int output_phase) { register_loop(g, output_phase, &k_slice); }
+static void registers_col_fetch(gen *g, int k, const char *ind) {
+    if (!cols_in_registers(g)) {
+        col_load(g, k, ind);
+        return;
+    }
+    tn_strbuf_printf(g->sb, "%sconst tn_vec<%s, V> &c%d = cc%d[p];\n", ind, k_dtype_code[g->f->nodes[k].dtype].storage,
+                     k, k);
+}
 static void registers_fetch(gen *g, int k, const char *ind) {
     tn_strbuf_printf(g->sb, "%sconst tn_vec<%s, V> &b%d = bb%d[p];\n", ind, k_dtype_code[g->f->nodes[k].dtype].storage,
                      k, k);
@@ -383,14 +412,15 @@ static void ws_fetch(gen *g, int k, const char *ind) {
 }
 static void no_setup(gen *g) { (void)g; }
 
-static const storage_code k_registers = {"registers", registers_setup, registers_loop, loop_close, registers_fetch};
-static const storage_code k_global = {"global memory", global_setup, strided_loop, loop_close, global_fetch};
+static const storage_code k_registers = {"registers", registers_setup, registers_loop, loop_close, registers_fetch,
+                                         registers_col_fetch};
+static const storage_code k_global = {"global memory", global_setup, strided_loop, loop_close, global_fetch, NULL};
 static const storage_code k_shared = {"shared memory (bulk copies)", shared_setup, strided_loop, loop_close,
-                                      shared_fetch};
+                                      shared_fetch, NULL};
 static const storage_code k_register_slice = {"registers, a slice of each row per CTA", slice_setup, slice_loop,
-                                              loop_close, registers_fetch};
+                                              loop_close, registers_fetch, registers_col_fetch};
 static const storage_code k_shared_chunks = {"shared memory, a ring of chunks (bulk copies)", no_setup, ws_loop_open,
-                                             ws_loop_close, ws_fetch};
+                                             ws_loop_close, ws_fetch, NULL};
 
 /* ---- skeletons ----------------------------------------------------------------- */
 

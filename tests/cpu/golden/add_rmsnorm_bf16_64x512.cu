@@ -38,6 +38,13 @@ extern "C" __global__ void __launch_bounds__(64) tn_kernel(
             if (live && vi < NV) tn_vload(bb1[p], in1 + row * in1_ld + vi * V);
             else tn_vzero(bb1[p]);
         }
+        tn_vec<tn_u16, V> cc2[P];  // issued with the row's loads
+#pragma unroll
+        for (int p = 0; p < P; p++) {
+            const int vi = p * T + tr;
+            if (vi < NV) tn_vload(cc2[p], in2 + vi * V);
+            else tn_vzero(cc2[p]);
+        }
         float acc9[A];
 #pragma unroll
         for (int v = 0; v < A; v++) acc9[v] = 0.0f;
@@ -71,8 +78,7 @@ extern "C" __global__ void __launch_bounds__(64) tn_kernel(
             if (live && vi < NV) {
                 const tn_vec<tn_u16, V> &b0 = bb0[p];
                 const tn_vec<tn_u16, V> &b1 = bb1[p];
-                tn_vec<tn_u16, V> c2;
-                tn_vload(c2, in2 + vi * V);
+                const tn_vec<tn_u16, V> &c2 = cc2[p];
                 tn_vec<tn_u16, V> o0;
                 tn_vec<tn_u16, V> o1;
                 #pragma unroll
