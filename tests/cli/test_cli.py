@@ -92,6 +92,8 @@ def main():
     good(E + shape + ["--pdl", "off"], "pdl              0")
     good(E + shape + ["--kind", "tma"], "plan tma", "bulk copies")
     good(E + shape + ["--kind", "tma-ws"], "plan tma-ws", "producer warp", "setmaxnreg")
+    good(E + shape + ["--kind", "cluster"], "plan cluster", "distributed shared memory", "cluster          ")
+    bad(E + shape + ["--kind", "cluster", "--target", "a100"], "cluster", "sm_90")
     bad(E + shape + ["--dtype", "f64"], "--dtype", "'f64'", "f32, f16, bf16")
     bad(E + shape + ["--weight-dtype", "f64"], "--weight-dtype", "'f64'", "f32, f16, bf16")
     bad(E + shape + ["--out-dtype", "f64"], "--out-dtype", "'f64'", "f32, f16, bf16, f8e4m3")
@@ -196,7 +198,8 @@ def main():
         # fields its kind does not use and write numbers as 4096.0 --------------------------------
         for kind, op, rows, cols in (("register", "layernorm", 4096, 4096), ("looped", "rmsnorm", 64, 4096),
                                      ("tma", "layernorm", 4096, 8192), ("tma-ws", "add_rmsnorm", 16384, 4096),
-                                     ("tma-ws", "softmax", 4096, 65536)):
+                                     ("tma-ws", "softmax", 4096, 65536), ("cluster", "softmax", 4096, 65536),
+                                     ("cluster", "layernorm", 1, 131072)):
             args = ["explain", "--op", op, "--rows", str(rows), "--cols", str(cols), "--kind", kind]
             rc, out, err = run(*args, "--json")
             try:
