@@ -382,7 +382,7 @@ def test_pdl_option():
 def test_explain_names():
     for op in ("rms_norm", "rmsnorm"):
         text = tmanorm.explain(op, 4096, 4096, "bf16", target="h200")
-        assert re.search(r"^plan (register|tma|tma-ws)$", text, re.M) and "why:" in text, text
+        assert re.search(r"^plan (register|tma|tma-ws|cluster)$", text, re.M) and "why:" in text, text
     for op, dtype in (("layernorm", "fp16"), ("layer_norm", "half"), ("add_rmsnorm", "bfloat16"),
                       ("add_rms_norm", "f32"), ("softmax", "float32"), ("softmax", "float16"),
                       ("rmsnorm", "fp32"), ("rmsnorm", "bf16"), ("rmsnorm", "f16")):
