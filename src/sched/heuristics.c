@@ -642,13 +642,30 @@ static int check_cluster(const tn_plan_desc *p, const tn_analysis *a, const tn_d
     return 1;
 }
 
+/* A persistent grid for a cluster plan: as many clusters as the SMs hold at
+   once (by registers and threads), each looping over row groups -- the
+   cluster barriers at a CTA's start and end then come once per CTA, not once
+   per row. tune times it beside the one-cluster-a-row grid. */
+static int cluster_persistent(const tn_schedule_request *r, tn_plan_desc *p) {
+    const tn_device_props *d = r->props;
+    const int64_t regs = (int64_t)TN_REG_NEED(p->batch * words_per_vector(r->analysis, p->vec)) * p->block_threads;
+    int64_t per_sm = min_i64(d->regs_per_sm / regs, d->max_threads_per_sm / p->block_threads);
+    per_sm = per_sm < 1 ? 1 : per_sm;
+    const int64_t clusters = per_sm * d->sm_count / p->cluster;
+    if (clusters < 1 || clusters >= r->rows) return 0;
+    p->grid = clusters * p->cluster;
+    return 1;
+}
+
 static int candidates_cluster(const tn_schedule_request *r, const tn_plan_desc *base, tn_plan_desc *out, int cap) {
     if (r->props->cc_major < 9) return 0;
     int n = 0;
     for (int cl = 2; cl <= TN_MAX_CLUSTER; cl *= 2)
         for (int t = 32; t <= 1024 && n < cap; t *= 2) {
             tn_plan_desc p = *base;
-            if (ceil_div(base->cols / base->vec / cl, t) <= 32 && cluster_shape(r, &p, cl, t)) out[n++] = p;
+            if (ceil_div(base->cols / base->vec / cl, t) > 32 || !cluster_shape(r, &p, cl, t)) continue;
+            out[n++] = p;
+            if (n < cap && cluster_persistent(r, &p)) out[n++] = p;
         }
     return n;
 }
@@ -734,6 +751,7 @@ int tn_schedule_candidates(const tn_schedule_request *r, tn_plan_desc *out, int 
     tn_plan_desc base;
     char err[320];
     if (!common_fields(r, &base, err, sizeof err)) return 0;
+    memset(base.why, 0, sizeof base.why); /* a candidate is plain data: nothing left behind the text */
     snprintf(base.why, sizeof base.why, "tune candidate");
     int n = 0;
     for (int i = 0; i < NUM_KINDS && n < cap; i++) n += k_kinds[i].candidates(r, &base, out + n, cap - n);

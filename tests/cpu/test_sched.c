@@ -263,8 +263,44 @@ static void test_register_split(void) {
     }
 }
 
+/* Every candidate `tune` times passes the plan checks and the invariants, for every kind. */
+static void test_candidates(tn_context *ctx) {
+    tn_device_props d;
+    tn_device_props_for_target("h200", &d);
+    static const int64_t shapes[][2] = {{1, 65536}, {4096, 65536}, {4096, 4096}, {64, 131072}, {1000, 4097},
+                                        {16384, 1024}, {7, 262144}};
+    int total = 0, kinds[TN_PLAN_KIND_COUNT] = {0};
+    static tn_plan_desc c[256];
+    for (int op = 0; op < TN_BUILTIN_COUNT; op++) {
+        tn_builtin_options o = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, op % 2};
+        tn_fusion *f = NULL;
+        tn_fusion_builtin(ctx, (tn_builtin)op, &o, &f);
+        tn_analysis a;
+        tn_analyze(f, &a);
+        for (int i = 0; i < 7; i++) {
+            tn_schedule_request req = {&a, shapes[i][0], shapes[i][1], 16, -1, &d};
+            const int n = tn_schedule_candidates(&req, c, 256);
+            CHECK(n > 0 && n < 256, "%s %lldx%lld: %d candidates", tn_builtin_name((tn_builtin)op),
+                  (long long)shapes[i][0], (long long)shapes[i][1], n);
+            for (int k = 0; k < n; k++) {
+                char what[160];
+                snprintf(what, sizeof what, "candidate %d (%s) of %s %lldx%lld", k, tn_plan_kind_name(c[k].kind),
+                         tn_builtin_name((tn_builtin)op), (long long)shapes[i][0], (long long)shapes[i][1]);
+                check_invariants(&c[k], &a, &d, 16, what);
+                kinds[c[k].kind]++;
+            }
+            total += n;
+        }
+        tn_fusion_destroy(f);
+    }
+    for (int k = 0; k < TN_PLAN_KIND_COUNT; k++)
+        CHECK(kinds[k] > 0, "no %s candidates", tn_plan_kind_name((tn_plan_kind)k));
+    printf("sched candidates: %d checked\n", total);
+}
+
 void test_sched(void) {
     tn_context *ctx = test_context();
+    test_candidates(ctx);
     test_grid(ctx);
     test_decisions(ctx);
     test_json_rejections();
