@@ -59,6 +59,7 @@ typedef struct storage_code {
     void (*fetch)(gen *g, int node, const char *indent);
     /* ... and a COL input's vector (as c<k>); NULL: loaded from global memory where a phase needs it. */
     void (*col_fetch)(gen *g, int node, const char *indent);
+    int keeps_row; /* each thread keeps its P (= batch) vectors of the row */
 } storage_code;
 
 /* The kernel's frame around the row program. */
@@ -413,14 +414,14 @@ static void ws_fetch(gen *g, int k, const char *ind) {
 static void no_setup(gen *g) { (void)g; }
 
 static const storage_code k_registers = {"registers", registers_setup, registers_loop, loop_close, registers_fetch,
-                                         registers_col_fetch};
-static const storage_code k_global = {"global memory", global_setup, strided_loop, loop_close, global_fetch, NULL};
+                                         registers_col_fetch, 1};
+static const storage_code k_global = {"global memory", global_setup, strided_loop, loop_close, global_fetch, NULL, 0};
 static const storage_code k_shared = {"shared memory (bulk copies)", shared_setup, strided_loop, loop_close,
-                                      shared_fetch, NULL};
+                                      shared_fetch, NULL, 0};
 static const storage_code k_register_slice = {"registers, a slice of each row per CTA", slice_setup, slice_loop,
-                                              loop_close, registers_fetch, registers_col_fetch};
+                                              loop_close, registers_fetch, registers_col_fetch, 1};
 static const storage_code k_shared_chunks = {"shared memory, a ring of chunks (bulk copies)", no_setup, ws_loop_open,
-                                             ws_loop_close, ws_fetch, NULL};
+                                             ws_loop_close, ws_fetch, NULL, 0};
 
 /* ---- skeletons ----------------------------------------------------------------- */
 
@@ -622,7 +623,7 @@ void tn_codegen(const tn_fusion *f, const tn_analysis *a, const tn_plan_desc *p,
     emit_signature(&g);
     tn_strbuf_printf(sb, "    constexpr int N = %lld, V = %d, NV = N / V, T = %d, R = %d;\n", (long long)p->cols,
                      p->vec, p->threads_per_row, p->rows_per_cta);
-    if (p->kind == TN_PLAN_REGISTER || p->kind == TN_PLAN_CLUSTER)
+    if (g.storage->keeps_row)
         tn_strbuf_printf(sb, "    constexpr int P = %d;  // vectors each thread keeps per row\n", p->batch);
     /* Accumulator lanes per reduction: independent chains for the latency-bound
        few-warp kinds; two where 1024-thread CTAs leave 64 registers a thread. */

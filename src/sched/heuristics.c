@@ -57,6 +57,11 @@ static int words_per_vector(const tn_analysis *a, int vec) {
     return (int)ceil_div((int64_t)vec * a->buffer_elem_bytes * (a->kept_values ? a->kept_values : 1), 4 * inputs);
 }
 
+/* Registers a thread needs to keep `batch` vectors of its row (or slice). */
+static int row_regs(const tn_schedule_request *r, int vec, int batch) {
+    return TN_REG_NEED(batch * words_per_vector(r->analysis, vec));
+}
+
 /* Fills the register-plan fields for t threads per row; 0 if the row's
    registers do not fit under the cap of the resulting block. */
 static int register_shape(const tn_schedule_request *r, tn_plan_desc *p, int t, int rows_per_cta) {
@@ -64,7 +69,7 @@ static int register_shape(const tn_schedule_request *r, tn_plan_desc *p, int t, 
     const int batch = (int)ceil_div(nv, t);
     const int block = t * rows_per_cta;
     if (batch > 64 || block > r->props->max_threads_per_block || block % 32 ||
-        TN_REG_NEED(batch * words_per_vector(r->analysis, p->vec)) > regs_cap(r->props, block))
+        row_regs(r, p->vec, batch) > regs_cap(r->props, block))
         return 0;
     p->threads_per_row = t;
     p->batch = batch;
@@ -122,12 +127,14 @@ static int check_no_ws_fields(const tn_plan_desc *p, char *err, size_t cap) {
 }
 
 /* Register and looped plans need exactly their vector accesses' alignment. */
-static int check_vector_align(const tn_plan_desc *p, const tn_analysis *a, char *err, size_t cap) {
-    if (!check_no_ws_fields(p, err, cap)) return 0;
+static int check_access_align(const tn_plan_desc *p, const tn_analysis *a, char *err, size_t cap) {
     if (p->align_bytes != tn_plan_access_align(p, a->max_elem_size))
         REJECT("plan: align_bytes %d is not what vec %d needs (%d)", p->align_bytes, p->vec,
                tn_plan_access_align(p, a->max_elem_size));
     return 1;
+}
+static int check_vector_align(const tn_plan_desc *p, const tn_analysis *a, char *err, size_t cap) {
+    return check_no_ws_fields(p, err, cap) && check_access_align(p, a, err, cap);
 }
 
 static int check_register(const tn_plan_desc *p, const tn_analysis *a, const tn_device_props *d, char *err, size_t cap) {
@@ -540,8 +547,7 @@ static int cluster_shape(const tn_schedule_request *r, tn_plan_desc *p, int cl, 
     const int64_t nv = p->cols / p->vec;
     if (cl < 2 || cl > TN_MAX_CLUSTER || nv % cl || t < 32 || t > r->props->max_threads_per_block) return 0;
     const int batch = (int)ceil_div(nv / cl, t);
-    if (batch > 64 || (t > 32 && t / 2 >= nv / cl) ||
-        TN_REG_NEED(batch * words_per_vector(r->analysis, p->vec)) > regs_cap(r->props, t))
+    if (batch > 64 || (t > 32 && t / 2 >= nv / cl) || row_regs(r, p->vec, batch) > regs_cap(r->props, t))
         return 0;
     p->kind = TN_PLAN_CLUSTER;
     p->cluster = cl;
@@ -554,14 +560,17 @@ static int cluster_shape(const tn_schedule_request *r, tn_plan_desc *p, int cl, 
 
 /* Threads for a slice at most `batch` vectors a thread with `per_sm` CTAs'
    registers on an SM: the fewest from 128 up (more vectors a thread in flight)
-   or (most) the most down to 128; 0 if none fits. */
+   or (most) the most down to 128; 0 (p untouched) if none fits. */
 static int cluster_fit(const tn_schedule_request *r, tn_plan_desc *p, int cl, int batch, int per_sm, int most) {
     const int64_t nvl = p->cols / p->vec / cl;
     for (int k = 0; k < 4; k++) {
         const int t = most ? 1024 >> k : 128 << k;
-        if (ceil_div(nvl, t) <= batch && cluster_shape(r, p, cl, t) &&
-            (int64_t)TN_REG_NEED(p->batch * words_per_vector(r->analysis, p->vec)) * t * per_sm <= r->props->regs_per_sm)
+        tn_plan_desc q = *p;
+        if (ceil_div(nvl, t) <= batch && cluster_shape(r, &q, cl, t) &&
+            (int64_t)row_regs(r, q.vec, q.batch) * t * per_sm <= r->props->regs_per_sm) {
+            *p = q;
             return 1;
+        }
     }
     return 0;
 }
@@ -601,10 +610,11 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
         if (fits_sm && a->special_evals < 2)
             REJECT("%lld rows keep the SMs busy and a row fits in one SM's shared memory (tma)", (long long)r->rows);
     }
-    /* (batch, CTAs an SM, most threads) for each region; forced: the first that fits. */
-    int batch = TN_REG_BATCH_TARGET, per_sm = 1, most = 0;
-    if (!few) batch = a->special_evals >= 2 ? TN_REG_BATCH_LONGER : TN_REG_BATCH_TARGET,
-              per_sm = a->special_evals >= 2 ? 2 : 1, most = a->special_evals < 2;
+    /* Vectors a thread, CTAs an SM, most threads first: few rows and rows beyond shared memory (4, 1, most
+       threads for the latter); special functions (16, 2, fewest threads). Forced: the first that fits. */
+    const int special = !few && a->special_evals >= 2;
+    int batch = special ? TN_REG_BATCH_LONGER : TN_REG_BATCH_TARGET, per_sm = special ? 2 : 1;
+    int most = !few && !special;
     int cl = 0;
     for (int c = 2; c <= TN_MAX_CLUSTER && !cl; c *= 2)
         if (cluster_fit(r, p, c, batch, per_sm, most)) cl = c;
@@ -613,11 +623,9 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
     if (!cl)
         REJECT("a row of %lld vectors does not split into %d or fewer slices of whole vectors that fit in registers",
                (long long)nv, TN_MAX_CLUSTER);
-    if (few)
-        while (2 * cl <= TN_MAX_CLUSTER && r->rows * 2 * cl <= d->sm_count && row_bytes / (2 * cl) >= TN_CLUSTER_MIN_SLICE &&
-               cluster_fit(r, p, 2 * cl, batch, per_sm, most))
-            cl *= 2;
-    cluster_fit(r, p, cl, batch, per_sm, most);
+    while (few && 2 * cl <= TN_MAX_CLUSTER && r->rows * 2 * cl <= d->sm_count &&
+           row_bytes / (2 * cl) >= TN_CLUSTER_MIN_SLICE && cluster_fit(r, p, 2 * cl, batch, per_sm, most))
+        cl *= 2;
     why(p, "cluster: each row split over %d CTAs of %d threads, %d vectors each held in registers (%lld bytes a CTA); "
         "reductions meet through distributed shared memory", cl, p->threads_per_row, p->batch,
         (long long)(row_bytes / cl));
@@ -628,9 +636,7 @@ static int check_cluster(const tn_plan_desc *p, const tn_analysis *a, const tn_d
     if (d->cc_major < 9) REJECT("thread-block clusters need sm_90 (the target is sm_%d%d)", d->cc_major, d->cc_minor);
     if (p->consumer_groups || p->chunks != 1 || p->producer_regs || p->consumer_regs || p->stages || p->smem_bytes)
         REJECT("plan: a cluster plan has no shared-memory ring, consumer groups, chunks or register sharing");
-    if (p->align_bytes != tn_plan_access_align(p, a->max_elem_size))
-        REJECT("plan: align_bytes %d is not what vec %d needs (%d)", p->align_bytes, p->vec,
-               tn_plan_access_align(p, a->max_elem_size));
+    if (!check_access_align(p, a, err, cap)) return 0;
     const int64_t nv = p->cols / p->vec;
     if (p->cluster < 2 || nv % p->cluster)
         REJECT("plan: cluster %d must be 2 to %d CTAs, each a slice of whole vectors (%lld vectors a row)", p->cluster,
@@ -648,7 +654,7 @@ static int check_cluster(const tn_plan_desc *p, const tn_analysis *a, const tn_d
    per row. tune times it beside the one-cluster-a-row grid. */
 static int cluster_persistent(const tn_schedule_request *r, tn_plan_desc *p) {
     const tn_device_props *d = r->props;
-    const int64_t regs = (int64_t)TN_REG_NEED(p->batch * words_per_vector(r->analysis, p->vec)) * p->block_threads;
+    const int64_t regs = (int64_t)row_regs(r, p->vec, p->batch) * p->block_threads;
     int64_t per_sm = min_i64(d->regs_per_sm / regs, d->max_threads_per_sm / p->block_threads);
     per_sm = per_sm < 1 ? 1 : per_sm;
     const int64_t clusters = per_sm * d->sm_count / p->cluster;
