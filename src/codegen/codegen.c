@@ -32,7 +32,7 @@ static const dtype_code k_dtype_code[TN_DTYPE_COUNT] = {
 
 static const char *const k_unary_code[TN_UNARY_COUNT] = {
     [TN_UNARY_NEG] = "(-%s)",        [TN_UNARY_ABS] = "fabsf(%s)",
-    [TN_UNARY_EXP] = "expf(%s)",     [TN_UNARY_LOG] = "logf(%s)",
+    [TN_UNARY_EXP] = "tn_exp(%s)",   [TN_UNARY_LOG] = "logf(%s)",
     [TN_UNARY_SQRT] = "sqrtf(%s)",   [TN_UNARY_RSQRT] = "rsqrtf(%s)",
     [TN_UNARY_RECIPROCAL] = "(1.0f / %s)", [TN_UNARY_TANH] = "tanhf(%s)",
     [TN_UNARY_SIGMOID] = "tn_sigmoid(%s)", [TN_UNARY_SILU] = "tn_silu(%s)",
@@ -261,8 +261,11 @@ static void emit_signature(gen *g) {
     tn_abi abi;
     tn_abi_of(g->f, &abi);
     /* A persistent warp-specialized CTA runs alone on its SM; told so, ptxas
-       stops aiming at several CTAs per SM (it spilled at 32-40 registers). */
-    if (g->p->kind == TN_PLAN_TMA_WS)
+       stops aiming at several CTAs per SM (it spilled at 32-40 registers). A
+       cluster CTA likewise: ptxas spilled around the exchange's wait at 40
+       registers, aiming at three 512-thread CTAs an SM; the scheduler already
+       sized the slice for the registers it needs. */
+    if (g->p->kind == TN_PLAN_TMA_WS || g->p->kind == TN_PLAN_CLUSTER)
         tn_strbuf_printf(g->sb, "extern \"C\" __global__ void __launch_bounds__(%d, 1) " TN_KERNEL_NAME "(",
                          g->p->block_threads);
     else
@@ -555,31 +558,40 @@ static void ws_reduce(gen *g, int k) {
 
 /* cluster: the grid-stride loop over clusters; CTA `rank` of a cluster holds
    vectors [VB, VB + NVL) of its row group's rows, and a reduction reduces over
-   the CTA, then over the cluster (tn_cluster_reduce). */
+   the CTA, then over the cluster (tn_cluster_reduce: the parts travel to the
+   other CTAs' shared memory with st.async onto their mbarriers). Every CTA of a
+   cluster takes the same row groups, so all take part in every reduction. */
 static void cluster_open(gen *g) {
     cta_rows(g);
     tn_strbuf_printf(g->sb, "    constexpr int CL = %d, NVL = NV / CL;\n", g->p->cluster);
+    tn_strbuf_append(g->sb, "    const unsigned rank = tn_cluster_rank();\n"
+                            "    const int VB = (int)rank * NVL;  // this CTA's slice of every row\n");
+    if (g->nred)
+        tn_strbuf_append(g->sb,
+                         "    tn_cluster_start(&tn_cbar[0][0], 2 * NRED, R);\n"
+                         "    bool tn_joined = false;  // waited for the cluster's barriers to be set up\n");
     tn_strbuf_append(g->sb,
-                     "    const unsigned rank = tn_cluster_rank();\n"
-                     "    const int VB = (int)rank * NVL;  // this CTA's slice of every row\n"
-                     "    tn_cluster_sync();  // every CTA of the cluster runs before any writes to another's shared memory\n"
-                     "    long long turn = 0;  // row groups taken, mod 2: which tn_cred\n"
+                     "    long long turn = 0;  // row groups taken: which tn_cred and tn_cbar, and the phase\n"
                      "    for (long long g = blockIdx.x / CL; g * R < M; g += gridDim.x / CL, turn++) {\n"
                      "        const long long row = g * R + rr;\n"
                      "        const bool live = row < M;\n        (void)live;\n");
 }
-static void cluster_close(gen *g) {
-    grid_stride_close(g);
-    tn_strbuf_append(g->sb, "    tn_cluster_sync();  // no CTA leaves while another may still write to its shared memory\n");
-}
 static void cluster_scratch(gen *g) {
     cta_scratch(g);
-    if (g->nred) tn_strbuf_printf(g->sb, "    __shared__ float tn_cred[2][%d][R][%d];\n", g->nred, g->p->cluster);
+    if (g->nred)
+        tn_strbuf_printf(g->sb,
+                         "    constexpr int NRED = %d;\n"
+                         "    __shared__ float tn_cred[2][NRED][R][%d];\n"
+                         "    __shared__ unsigned long long tn_cbar[2][NRED];\n",
+                         g->nred, g->p->cluster);
 }
 static void cluster_reduce(gen *g, int k) {
     tn_strbuf_printf(g->sb, "tn_cluster_reduce<CL, %d>(", g->f->nodes[k].op);
     cta_reduce(g, k);
-    tn_strbuf_printf(g->sb, ", tn_cred[turn & 1][%d][rr], tr, rank)", g->slot_of[k]);
+    tn_strbuf_printf(g->sb,
+                     ", tn_cred[turn & 1][%d][rr], &tn_cbar[turn & 1][%d], (unsigned)(turn >> 1) & 1u, tr, rank, "
+                     "tn_joined)",
+                     g->slot_of[k], g->slot_of[k]);
 }
 
 static const skeleton_code k_grid_stride = {"grid-stride", grid_stride_open, grid_stride_close, cta_scratch, cta_reduce,
@@ -587,7 +599,7 @@ static const skeleton_code k_grid_stride = {"grid-stride", grid_stride_open, gri
 static const skeleton_code k_ring = {"ring of shared-memory stages", ring_open, ring_close, cta_scratch, cta_reduce,
                                      "tr == 0"};
 static const skeleton_code k_cluster = {"grid-stride over clusters (a row group split over the cluster's CTAs)",
-                                        cluster_open, cluster_close, cluster_scratch, cluster_reduce,
+                                        cluster_open, grid_stride_close, cluster_scratch, cluster_reduce,
                                         "tr == 0 && rank == 0"};
 static const skeleton_code k_ws_ring = {"warp-specialized ring (producer warp, consumer warp groups)", ws_open, ws_close,
                                         ws_scratch, ws_reduce, "tr == 0"};
@@ -633,7 +645,14 @@ void tn_codegen(const tn_fusion *f, const tn_analysis *a, const tn_plan_desc *p,
     g.skeleton->scratch(&g);
     for (int i = 0; i < f->num_nodes; i++)
         if (a->used[i] && f->nodes[i].shape == TN_SHAPE_SCALAR) emit_value(&g, "    ", i);
-    if (p->pdl) tn_strbuf_append(sb, "    tn_pdl_wait();  // the previous kernel's writes are visible from here on\n");
+    /* The trigger only lets the next kernel's CTAs be scheduled: its own
+       griddepcontrol.wait still waits for this whole grid to finish and flush.
+       It fires once every CTA of this grid has started, so it never takes a
+       slot this grid needs; at the top, the next launch overlaps all of this
+       one instead of only its last CTA's exit. */
+    if (p->pdl)
+        tn_strbuf_append(sb, "    tn_pdl_wait();  // the previous kernel's writes are visible from here on\n"
+                             "    tn_pdl_launch_dependents();  // the next kernel may be scheduled; it still waits for our end\n");
     g.skeleton->open(&g);
     g.storage->setup(&g);
     emit_row_values(&g, 0);
@@ -650,6 +669,5 @@ void tn_codegen(const tn_fusion *f, const tn_analysis *a, const tn_plan_desc *p,
         tn_strbuf_printf(sb, "        if (live && %s) out%d[row] = %s;\n", g.skeleton->row_leader, o, conv);
     }
     g.skeleton->close(&g);
-    if (p->pdl) tn_strbuf_append(sb, "    tn_pdl_launch_dependents();  // this CTA has read all it will\n");
     tn_strbuf_append(sb, "}\n");
 }

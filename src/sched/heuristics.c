@@ -541,13 +541,18 @@ static int candidates_tma_ws(const tn_schedule_request *r, const tn_plan_desc *b
 
 /* ---- cluster: each row split over a cluster of CTAs, each slice in registers ---------- */
 
+/* Registers a cluster thread needs for `batch` vectors of its slice. */
+static int slice_regs(const tn_schedule_request *r, int vec, int batch) {
+    return row_regs(r, vec, batch) + TN_CLUSTER_EXCHANGE_REGS;
+}
+
 /* Fills the cluster fields for cl CTAs a row, t threads a CTA, one row each; 0
    if the slice is not whole vectors or its registers do not fit. */
 static int cluster_shape(const tn_schedule_request *r, tn_plan_desc *p, int cl, int t) {
     const int64_t nv = p->cols / p->vec;
     if (cl < 2 || cl > TN_MAX_CLUSTER || nv % cl || t < 32 || t > r->props->max_threads_per_block) return 0;
     const int batch = (int)ceil_div(nv / cl, t);
-    if (batch > 64 || (t > 32 && t / 2 >= nv / cl) || row_regs(r, p->vec, batch) > regs_cap(r->props, t))
+    if (batch > 64 || (t > 32 && t / 2 >= nv / cl) || slice_regs(r, p->vec, batch) > regs_cap(r->props, t))
         return 0;
     p->kind = TN_PLAN_CLUSTER;
     p->cluster = cl;
@@ -567,7 +572,7 @@ static int cluster_fit(const tn_schedule_request *r, tn_plan_desc *p, int cl, in
         const int t = most ? 1024 >> k : 128 << k;
         tn_plan_desc q = *p;
         if (ceil_div(nvl, t) <= batch && cluster_shape(r, &q, cl, t) &&
-            (int64_t)row_regs(r, q.vec, q.batch) * t * per_sm <= r->props->regs_per_sm) {
+            (int64_t)slice_regs(r, q.vec, q.batch) * t * per_sm <= r->props->regs_per_sm) {
             *p = q;
             return 1;
         }
@@ -654,7 +659,7 @@ static int check_cluster(const tn_plan_desc *p, const tn_analysis *a, const tn_d
    per row. tune times it beside the one-cluster-a-row grid. */
 static int cluster_persistent(const tn_schedule_request *r, tn_plan_desc *p) {
     const tn_device_props *d = r->props;
-    const int64_t regs = (int64_t)row_regs(r, p->vec, p->batch) * p->block_threads;
+    const int64_t regs = (int64_t)slice_regs(r, p->vec, p->batch) * p->block_threads;
     int64_t per_sm = min_i64(d->regs_per_sm / regs, d->max_threads_per_sm / p->block_threads);
     per_sm = per_sm < 1 ? 1 : per_sm;
     const int64_t clusters = per_sm * d->sm_count / p->cluster;

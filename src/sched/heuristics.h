@@ -76,6 +76,10 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
    the 64-register cap of a 1024-thread CTA and a 64-word one under the 128
    cap of a 512-thread CTA; f32 layernorm spills at 40 words under 64. */
 #define TN_REG_NEED(words) (2 * (words) + 24)
+/* ... plus, in a cluster plan, the exchange's remote addresses, barrier and
+   phase: layernorm 4096 x 65536 at 1024 threads x 4 vectors (56 by the rule
+   above) spilled 16 bytes under the 64-register cap; 8 more were not enough. */
+#define TN_CLUSTER_EXCHANGE_REGS 12
 #define TN_BLOCK_TARGET 256     /* threads per CTA the register plan aims for */
 
 #endif

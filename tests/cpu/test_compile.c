@@ -72,9 +72,13 @@ static void check_ptx(tn_context *ctx, const char *kind, int rows, int cols) {
         CHECK(strstr(ptx, "mbarrier.try_wait.parity") != NULL && strstr(ptx, "mbarrier.arrive.expect_tx") != NULL,
               "no mbarrier wait / expect_tx in the PTX");
     } else
-        CHECK(strstr(ptx, "mapa.shared::cluster") && strstr(ptx, "st.shared::cluster.f32") &&
-                  strstr(ptx, "barrier.cluster.arrive.release") && strstr(ptx, "%cluster_ctarank"),
-              "cluster %dx%d: no mapa / remote store / cluster barrier / rank in the PTX", rows, cols);
+        CHECK(strstr(ptx, "mapa.shared::cluster") &&
+                  strstr(ptx, "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32") &&
+                  strstr(ptx, "mbarrier.arrive.expect_tx") && strstr(ptx, "mbarrier.try_wait.parity") &&
+                  strstr(ptx, "barrier.cluster.arrive.release") && strstr(ptx, "barrier.cluster.wait.acquire") &&
+                  strstr(ptx, "%cluster_ctarank"),
+              "cluster %dx%d: no mapa / st.async onto an mbarrier / its wait / cluster barrier / rank in the PTX", rows,
+              cols);
     if (!strcmp(kind, "tma-ws")) {
         char dec[64], inc[64];
         snprintf(dec, sizeof dec, "setmaxnreg.dec.sync.aligned.u32 %d;", producer);

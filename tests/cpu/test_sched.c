@@ -161,7 +161,7 @@ static void test_decisions(tn_context *ctx) {
        over a cluster; never above 8 CTAs. rmsnorm rows that fit an SM's shared memory stay tma at many rows. */
     tn_fusion_builtin(ctx, TN_BUILTIN_SOFTMAX, &o, &f);
     tn_analyze(f, &a);
-    const int64_t cl_shapes[][3] = {{4096, 65536, 4}, {1, 65536, 8}, {1, 262144, 8}, {4096, 131072, 8}, {64, 65536, 2}};
+    const int64_t cl_shapes[][3] = {{4096, 65536, 4}, {1, 65536, 8}, {1, 262144, 8}, {4096, 131072, 8}, {64, 65536, 4}};
     for (int i = 0; i < 5; i++) {
         tn_schedule_request cr = {&a, cl_shapes[i][0], cl_shapes[i][1], 16, -1, &d};
         CHECK(tn_schedule(&cr, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == cl_shapes[i][2],

@@ -127,34 +127,66 @@ __device__ __forceinline__ void tn_ring_refill(const tn_row_src (&src)[NIN], uns
 }
 
 // ---- thread-block clusters (the cluster kind): each CTA of a cluster holds
-// one slice of the same rows (in registers); a reduction's per-CTA parts meet in every CTA's
-// shared memory (distributed shared memory) behind one cluster barrier.
+// one slice of the same rows (in registers); a reduction's per-CTA parts meet in
+// every CTA's shared memory (distributed shared memory). Each part travels with
+// st.async, which completes its bytes on the receiver's mbarrier: a CTA waits
+// only for the parts it needs, never for the whole cluster.
 __device__ __forceinline__ unsigned tn_cluster_rank() {
     unsigned r;
     asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
     return r;
 }
-// All threads of all the cluster's CTAs; what each wrote before is visible to all after.
-__device__ __forceinline__ void tn_cluster_sync() {
-    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-// v into `slot` (an address in this CTA's shared memory) of the cluster's CTA `rank`.
-__device__ __forceinline__ void tn_cluster_store(float *slot, unsigned rank, float v) {
+// The cluster barrier in two halves: arrive once this CTA's barriers are set
+// up, wait before the first write to another CTA (the row's loads in between).
+__device__ __forceinline__ void tn_cluster_arrive() { asm volatile("barrier.cluster.arrive.release;" ::: "memory"); }
+__device__ __forceinline__ void tn_cluster_wait() { asm volatile("barrier.cluster.wait.acquire;" ::: "memory"); }
+// p (an address in this CTA's shared memory) in the cluster's CTA `rank`.
+__device__ __forceinline__ unsigned tn_cluster_map(const void *p, unsigned rank) {
     unsigned remote;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(tn_smem_addr(slot)), "r"(rank));
-    asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(remote), "f"(v) : "memory");
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(tn_smem_addr(p)), "r"(rank));
+    return remote;
+}
+// v into `slot` of CTA `rank`, its 4 bytes completing on that CTA's `bar`.
+__device__ __forceinline__ void tn_cluster_send(float *slot, unsigned rank, float v, unsigned long long *bar) {
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(
+                     tn_cluster_map(slot, rank)),
+                 "r"(__float_as_uint(v)), "r"(tn_cluster_map(bar, rank))
+                 : "memory");
+}
+// Every thread, once: thread 0 sets up the reductions' barriers (one arrival
+// per row of the row group: its first thread's), then the CTA arrives at the
+// cluster barrier that tn_cluster_reduce's first call waits on.
+__device__ __forceinline__ void tn_cluster_start(unsigned long long *bars, int count, unsigned rows) {
+    if (threadIdx.x == 0) {
+        for (int i = 0; i < count; i++) tn_mbar_init(&bars[i], rows);
+        tn_mbar_fence_init();
+    }
+    tn_cluster_arrive();
 }
 // A row's reduction over the cluster: v is this CTA's part (already over its
-// threads); the row's first thread puts it in slots[rank] of every CTA, the
-// cluster meets, and each thread combines the CL parts in rank order -- the
-// same order in every CTA, so all get the same value. The caller alternates
-// two sets of slots between row groups: a CTA can be one reduction ahead.
+// threads). The row's first thread keeps it in slots[rank] and sends it to
+// slots[rank] of every other CTA, then arrives on this CTA's bar expecting the
+// other CTAs' bytes; every thread waits for the phase and combines the CL parts
+// in rank order -- the same order in every CTA, so all get the same value.
+// The caller alternates two sets of slots and barriers between row groups: a
+// CTA can be at most one row group ahead of another (it needs the other's parts
+// of the group before), so a slot is never written while it is still read. No
+// cluster barrier at the end: a CTA's last wait is for every byte sent to it.
 template <int CL, int OP>
-__device__ __forceinline__ float tn_cluster_reduce(float v, float *slots, int tr, unsigned rank) {
-    if (tr == 0)
+__device__ __forceinline__ float tn_cluster_reduce(float v, float *slots, unsigned long long *bar, unsigned parity,
+                                                   int tr, unsigned rank, bool &joined) {
+    if (!joined) {
+        tn_cluster_wait();  // every CTA's barriers are set up
+        joined = true;
+    }
+    if (tr == 0) {
+        slots[rank] = v;
 #pragma unroll
-        for (unsigned c = 0; c < CL; c++) tn_cluster_store(&slots[rank], c, v);
-    tn_cluster_sync();
+        for (unsigned c = 0; c < CL; c++)
+            if (c != rank) tn_cluster_send(&slots[rank], c, v, bar);
+        tn_mbar_arrive_expect_tx(bar, (CL - 1) * 4u);
+    }
+    tn_mbar_wait(bar, parity);
     v = slots[0];
 #pragma unroll
     for (int c = 1; c < CL; c++) v = tn_combine<OP>(v, slots[c]);

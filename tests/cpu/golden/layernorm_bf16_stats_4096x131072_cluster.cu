@@ -1,5 +1,5 @@
 // row storage: registers, a slice of each row per CTA; skeleton: grid-stride over clusters (a row group split over the cluster's CTAs)
-extern "C" __global__ void __launch_bounds__(1024) tn_kernel(
+extern "C" __global__ void __launch_bounds__(1024, 1) tn_kernel(
     const tn_u16 *__restrict__ in0,
     const long long in0_ld,
     const tn_u16 *__restrict__ in1,
@@ -11,20 +11,23 @@ extern "C" __global__ void __launch_bounds__(1024) tn_kernel(
     const float prm0,
     const long long M) {
     constexpr int N = 131072, V = 8, NV = N / V, T = 1024, R = 1;
-    constexpr int P = 4;  // vectors each thread keeps per row
+    constexpr int P = 2;  // vectors each thread keeps per row
     constexpr int A = 2;  // accumulators per reduction and thread
     (void)R;
     __shared__ float tn_red[2][R][T / 32];
-    __shared__ float tn_cred[2][2][R][4];
+    constexpr int NRED = 2;
+    __shared__ float tn_cred[2][NRED][R][8];
+    __shared__ unsigned long long tn_cbar[2][NRED];
     const float s5 = 131072.0f;
     const float s11 = prm0;
     const int tr = threadIdx.x % T, rr = threadIdx.x / T;
     (void)rr;
-    constexpr int CL = 4, NVL = NV / CL;
+    constexpr int CL = 8, NVL = NV / CL;
     const unsigned rank = tn_cluster_rank();
     const int VB = (int)rank * NVL;  // this CTA's slice of every row
-    tn_cluster_sync();  // every CTA of the cluster runs before any writes to another's shared memory
-    long long turn = 0;  // row groups taken, mod 2: which tn_cred
+    tn_cluster_start(&tn_cbar[0][0], 2 * NRED, R);
+    bool tn_joined = false;  // waited for the cluster's barriers to be set up
+    long long turn = 0;  // row groups taken: which tn_cred and tn_cbar, and the phase
     for (long long g = blockIdx.x / CL; g * R < M; g += gridDim.x / CL, turn++) {
         const long long row = g * R + rr;
         const bool live = row < M;
@@ -36,6 +39,22 @@ extern "C" __global__ void __launch_bounds__(1024) tn_kernel(
             (void)vi;
             if (live && vl < NVL) tn_vload(bb0[p], in0 + row * in0_ld + vi * V);
             else tn_vzero(bb0[p]);
+        }
+        tn_vec<tn_u16, V> cc1[P];  // issued with the row's loads
+#pragma unroll
+        for (int p = 0; p < P; p++) {
+            const int vl = p * T + tr, vi = VB + vl;
+            (void)vi;
+            if (vl < NVL) tn_vload(cc1[p], in1 + vi * V);
+            else tn_vzero(cc1[p]);
+        }
+        tn_vec<tn_u16, V> cc2[P];  // issued with the row's loads
+#pragma unroll
+        for (int p = 0; p < P; p++) {
+            const int vl = p * T + tr, vi = VB + vl;
+            (void)vi;
+            if (vl < NVL) tn_vload(cc2[p], in2 + vi * V);
+            else tn_vzero(cc2[p]);
         }
         float acc4[A];
 #pragma unroll
@@ -54,7 +73,7 @@ extern "C" __global__ void __launch_bounds__(1024) tn_kernel(
                 }
             }
         }
-        const float s4 = tn_cluster_reduce<CL, 0>(tn_row_reduce<T, 0>(tn_fold<A, 0>(acc4), tn_red[0][rr]), tn_cred[turn & 1][0][rr], tr, rank);
+        const float s4 = tn_cluster_reduce<CL, 0>(tn_row_reduce<T, 0>(tn_fold<A, 0>(acc4), tn_red[0][rr]), tn_cred[turn & 1][0][rr], &tn_cbar[turn & 1][0], (unsigned)(turn >> 1) & 1u, tr, rank, tn_joined);
         const float s6 = (s4 / s5);
         float acc9[A];
 #pragma unroll
@@ -75,7 +94,7 @@ extern "C" __global__ void __launch_bounds__(1024) tn_kernel(
                 }
             }
         }
-        const float s9 = tn_cluster_reduce<CL, 0>(tn_row_reduce<T, 0>(tn_fold<A, 0>(acc9), tn_red[1][rr]), tn_cred[turn & 1][1][rr], tr, rank);
+        const float s9 = tn_cluster_reduce<CL, 0>(tn_row_reduce<T, 0>(tn_fold<A, 0>(acc9), tn_red[1][rr]), tn_cred[turn & 1][1][rr], &tn_cbar[turn & 1][1], (unsigned)(turn >> 1) & 1u, tr, rank, tn_joined);
         const float s10 = (s9 / s5);
         const float s12 = (s10 + s11);
         const float s13 = rsqrtf(s12);
@@ -85,10 +104,8 @@ extern "C" __global__ void __launch_bounds__(1024) tn_kernel(
             (void)vi;
             if (live && vl < NVL) {
                 const tn_vec<tn_u16, V> &b0 = bb0[p];
-                tn_vec<tn_u16, V> c1;
-                tn_vload(c1, in1 + vi * V);
-                tn_vec<tn_u16, V> c2;
-                tn_vload(c2, in2 + vi * V);
+                const tn_vec<tn_u16, V> &c1 = cc1[p];
+                const tn_vec<tn_u16, V> &c2 = cc2[p];
                 tn_vec<tn_u16, V> o0;
                 #pragma unroll
                 for (int v = 0; v < V; v++) {
@@ -111,5 +128,4 @@ extern "C" __global__ void __launch_bounds__(1024) tn_kernel(
         if (live && tr == 0 && rank == 0) out2[row] = s13;
         __syncthreads();  // tn_red is reused by the next row group
     }
-    tn_cluster_sync();  // no CTA leaves while another may still write to its shared memory
 }

@@ -53,7 +53,7 @@ extern "C" __global__ void __launch_bounds__(256) tn_kernel(
                     const float e0 = b0.e[v];
                     const float e1 = e0;
                     const float e3 = (e1 - s2);
-                    const float e4 = expf(e3);
+                    const float e4 = tn_exp(e3);
                     acc5[v % A] = tn_combine<0>(acc5[v % A], e4);
                 }
             }
@@ -71,7 +71,7 @@ extern "C" __global__ void __launch_bounds__(256) tn_kernel(
                     const float e0 = b0.e[v];
                     const float e1 = e0;
                     const float e3 = (e1 - s2);
-                    const float e4 = expf(e3);
+                    const float e4 = tn_exp(e3);
                     const float e6 = (e4 * rcp5);
                     o0.e[v] = e6;
                 }
