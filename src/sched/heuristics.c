@@ -252,12 +252,24 @@ static int schedule_tma(const tn_schedule_request *r, tn_plan_desc *p, int force
     p->align_bytes = 16; /* bulk copies need it whatever the vector width */
     const int64_t nv = r->cols / p->vec;
     const int64_t row_bytes = r->cols * a->buffer_elem_bytes;
-    /* Until measured otherwise: only where the register plan cannot hold the row. */
+    /* Where the register plan cannot hold the row, or holds it in one CTA an
+       SM while two rows fit in shared memory: one CTA alone leaves the SM
+       without loads in flight during its reductions and stores, where the
+       ring copies the next row meanwhile (tune on the H200, bf16 4096 x
+       32768: softmax 140.8 us against 170.1 in registers, layernorm 147.3
+       against 153.6; add_rmsnorm, whose two inputs leave room for one row,
+       261.5 in registers against 281.9). */
     if (!forced) {
         tn_plan_desc reg = *p;
         char reg_err[256];
-        if (schedule_register(r, &reg, 0, reg_err, sizeof reg_err))
-            REJECT("the register plan holds the row (%lld bytes) in registers", (long long)row_bytes);
+        if (schedule_register(r, &reg, 0, reg_err, sizeof reg_err)) {
+            const int64_t reg_ctas =
+                r->props->regs_per_sm / ((int64_t)row_regs(r, reg.vec, reg.batch) * reg.block_threads);
+            if (reg_ctas >= 2 || 2 * (row_bytes + 16) + 1024 > d->smem_per_block_optin)
+                REJECT("the register plan holds the row (%lld bytes) in registers, %lld CTA%s an SM%s",
+                       (long long)row_bytes, (long long)reg_ctas, reg_ctas == 1 ? "" : "s",
+                       reg_ctas >= 2 ? "" : ", and two rows do not fit in shared memory");
+        }
     }
     /* About 8 vectors per thread per phase: a row that fills shared memory
        leaves one CTA per SM, whose threads are all the SM has to keep bytes
@@ -422,34 +434,6 @@ static int ws_threads_per_row(int64_t vectors) {
     return t;
 }
 
-/* The scheduler's own tma-ws shape, where tune on the H200 shows tma-ws ahead:
-   rows of 64 KiB and more, at least two of which fit in shared memory at once,
-   one per consumer group, of fusions that evaluate special functions per
-   element in two or more phases (softmax 4096 x 32768 bf16: 159 us with 3
-   groups of one slot, against 168 tma and 181 register). Elsewhere it lost:
-   layernorm 4096 x 32768 (159 against tma 149), softmax 4096 x 24576 (112
-   against register 100), rmsnorm 32768 x 4096 (138 against register 129). */
-static int ws_chosen_shape(const tn_schedule_request *r, tn_plan_desc *p, int t, char *err, size_t cap) {
-    const tn_analysis *a = r->analysis;
-    const tn_device_props *d = r->props;
-    const int64_t row_bytes = r->cols * a->buffer_elem_bytes, room = d->smem_per_block_optin - 4096;
-    if (row_bytes < TN_WS_MIN_ROW_BYTES)
-        REJECT("rows of %lld bytes are under %d: the register and tma plans keep memory busier", (long long)row_bytes,
-               TN_WS_MIN_ROW_BYTES);
-    if (a->special_evals < 2)
-        REJECT("%d special-function evaluations per element: too little work per byte for the consumer groups to pay",
-               a->special_evals);
-    if (room / (row_bytes + 16) < 2)
-        REJECT("fewer than two rows of %lld bytes fit in shared memory at once", (long long)row_bytes);
-    if (ceil_div(r->rows, 128 / t) < (int64_t)TN_WS_MIN_GROUPS_PER_SM * d->sm_count)
-        REJECT("%lld rows are under %d per SM: too few to keep consumer groups busy", (long long)r->rows,
-               TN_WS_MIN_GROUPS_PER_SM);
-    for (int groups = (int)min_i64(room / (row_bytes + 16), TN_WS_MAX_GROUPS); groups >= 2; groups--)
-        if (ws_shape(r, p, t, groups, 1, 1)) return 1;
-    REJECT("no register split or shared memory for two consumer groups of one %lld-byte slot each",
-           (long long)row_bytes);
-}
-
 /* A forced tma-ws plan at any shape it can take: two consumer groups (register
    sharing) where each can double-buffer whole row groups; else one group whose
    ring streams the row in chunks, with as many chunks ahead as fit. */
@@ -466,6 +450,35 @@ static int ws_any_shape(const tn_schedule_request *r, tn_plan_desc *p, int t, ch
     if (best && ws_shape(r, p, t, 1, best, 0)) return 1;
     REJECT("a row group of %lld bytes leaves no room in %d bytes of shared memory to stream ahead",
            (long long)(128 / t * r->cols * r->analysis->buffer_elem_bytes), r->props->smem_per_block_optin);
+}
+
+/* The scheduler's own tma-ws shape, where tune on the H200 shows tma-ws ahead
+   (bf16, exp on ex2.approx, 2026-12-03): rows of 64 KiB and more of fusions
+   that evaluate special functions per element in two or more phases, too long
+   for two to fit in shared memory at once -- one consumer group streams each
+   row through its slots in chunks while the producer fetches the next (softmax
+   4096 x 65536: 304-308 us, tma 313, cluster 343; 512 x 65536: 49.3 against
+   tma 49.8). Where two rows fit, the tma plan double-buffers whole rows with
+   every thread computing (softmax 4096 x 32768: tma 140.8, tma-ws 149.2).
+   Elsewhere it lost: layernorm 4096 x 32768 (159 against tma 149), rmsnorm
+   32768 x 4096 (138 against register 129). */
+static int ws_chosen_shape(const tn_schedule_request *r, tn_plan_desc *p, int t, char *err, size_t cap) {
+    const tn_analysis *a = r->analysis;
+    const tn_device_props *d = r->props;
+    const int64_t row_bytes = r->cols * a->buffer_elem_bytes, room = d->smem_per_block_optin - 4096;
+    if (row_bytes < TN_WS_MIN_ROW_BYTES)
+        REJECT("rows of %lld bytes are under %d: the register and tma plans keep memory busier", (long long)row_bytes,
+               TN_WS_MIN_ROW_BYTES);
+    if (a->special_evals < 2)
+        REJECT("%d special-function evaluations per element: too little work per byte for the consumer groups to pay",
+               a->special_evals);
+    if (room / (row_bytes + 16) >= 2)
+        REJECT("two rows of %lld bytes fit in shared memory at once: the tma plan double-buffers them with every "
+               "thread computing", (long long)row_bytes);
+    if (ceil_div(r->rows, 128 / t) < (int64_t)TN_WS_MIN_GROUPS_PER_SM * d->sm_count)
+        REJECT("%lld rows are under %d per SM: too few to keep consumer groups busy", (long long)r->rows,
+               TN_WS_MIN_GROUPS_PER_SM);
+    return ws_any_shape(r, p, t, err, cap);
 }
 
 static int schedule_tma_ws(const tn_schedule_request *r, tn_plan_desc *p, int forced, char *err, size_t cap) {
@@ -564,12 +577,11 @@ static int cluster_shape(const tn_schedule_request *r, tn_plan_desc *p, int cl, 
 }
 
 /* Threads for a slice at most `batch` vectors a thread with `per_sm` CTAs'
-   registers on an SM: the fewest from 128 up (more vectors a thread in flight)
-   or (most) the most down to 128; 0 (p untouched) if none fits. */
-static int cluster_fit(const tn_schedule_request *r, tn_plan_desc *p, int cl, int batch, int per_sm, int most) {
+   registers on an SM: the fewest from 128 up (more vectors a thread in
+   flight); 0 (p untouched) if none fits. */
+static int cluster_fit(const tn_schedule_request *r, tn_plan_desc *p, int cl, int batch, int per_sm) {
     const int64_t nvl = p->cols / p->vec / cl;
-    for (int k = 0; k < 4; k++) {
-        const int t = most ? 1024 >> k : 128 << k;
+    for (int t = 128; t <= 1024; t *= 2) {
         tn_plan_desc q = *p;
         if (ceil_div(nvl, t) <= batch && cluster_shape(r, &q, cl, t) &&
             (int64_t)slice_regs(r, q.vec, q.batch) * t * per_sm <= r->props->regs_per_sm) {
@@ -580,22 +592,21 @@ static int cluster_fit(const tn_schedule_request *r, tn_plan_desc *p, int cl, in
     return 0;
 }
 
-/* The cluster plan's region, from tune on the H200 (bf16, 2026-12-03):
-   - few rows (under half the SMs; a quarter where one CTA's registers hold
-     the row) of 64 KiB or more: each row over as many CTAs as the SMs take
-     in one wave and keep slices of 8 KiB, up to 8, about 4 vectors a thread (one SM
-     alone streams a long row slowly: softmax 1 x 65536 3.64 us against 11.3
-     for one tma CTA, layernorm 1 x 131072 5.66 against 14.6 looped);
-   - many rows too long for one CTA's registers, of fusions that evaluate
-     special functions in two or more phases: a slice's values stay in
-     registers, so exp runs once per element instead of once per phase; the
-     smallest cluster that leaves two CTAs an SM at up to 16 vectors a
-     thread (softmax 4096 x 65536: 337 us, tma 387);
-   - many rows that neither one CTA's registers nor one SM's shared memory
-     hold: the smallest cluster, the most threads (add_rmsnorm 4096 x 65536:
-     577 us at 2 CTAs of 1024 threads, 606-612 at 4).
-   Elsewhere tma (rows that fit an SM's shared memory: rmsnorm 4096 x 65536
-   299 us against 358) or the register plan. */
+/* The cluster plan's region, from tune on the H200 (bf16, 2026-12-03, the
+   exchange through st.async onto mbarriers):
+   - rows one CTA's registers cannot hold, of fusions without special functions
+     in two or more phases (those stay with the tma plans while a row fits an
+     SM's shared memory: softmax 4096 x 65536 tma-ws 304 us, cluster 343):
+     rmsnorm 4096 x 65536 280 us over 2 CTAs of 256 threads x 16 vectors
+     (tma 301), layernorm 310 (tma 352), add_rmsnorm 546 over 2 of 512 x 8;
+   - few rows (under half the SMs; a quarter where one CTA's registers hold the
+     row) of 64 KiB or more, widened while the clusters fit one wave and slices
+     stay 8 KiB (softmax 1 x 65536 3.64 us against 11.3 for one tma CTA).
+   Each CTA keeps up to 16 vectors a thread (8 where two inputs are loaded), at
+   the fewest threads from 128, in the smallest cluster that holds the row; a
+   cluster of more than 2 CTAs must leave 2 CTAs an SM, so that a cluster need
+   not wait for whole SMs of one GPC to drain (rmsnorm 4096 x 131072: 620 us
+   over 8 CTAs of 128 x 16, 728 over 4 of 256 x 16 at one CTA an SM). */
 static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int forced, char *err, size_t cap) {
     const tn_analysis *a = r->analysis;
     const tn_device_props *d = r->props;
@@ -612,24 +623,22 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
         if (one_cta)
             REJECT("the register plan holds the row (%lld bytes) in one CTA and %lld rows keep the SMs busy",
                    (long long)row_bytes, (long long)r->rows);
-        if (fits_sm && a->special_evals < 2)
-            REJECT("%lld rows keep the SMs busy and a row fits in one SM's shared memory (tma)", (long long)r->rows);
+        if (fits_sm && a->special_evals >= 2)
+            REJECT("a row fits one SM's shared memory and the fusion evaluates special functions in %d phases: the "
+                   "tma plans stream it", a->special_evals);
     }
-    /* Vectors a thread, CTAs an SM, most threads first: few rows and rows beyond shared memory (4, 1, most
-       threads for the latter); special functions (16, 2, fewest threads). Forced: the first that fits. */
-    const int special = !few && a->special_evals >= 2;
-    int batch = special ? TN_REG_BATCH_LONGER : TN_REG_BATCH_TARGET, per_sm = special ? 2 : 1;
-    int most = !few && !special;
+    const int inputs = a->num_stage_inputs > 1 ? a->num_stage_inputs : 1;
+    int batch = TN_REG_BATCH_LONGER / inputs > TN_REG_BATCH_TARGET ? TN_REG_BATCH_LONGER / inputs : TN_REG_BATCH_TARGET;
     int cl = 0;
     for (int c = 2; c <= TN_MAX_CLUSTER && !cl; c *= 2)
-        if (cluster_fit(r, p, c, batch, per_sm, most)) cl = c;
+        if (cluster_fit(r, p, c, batch, few || c == 2 ? 1 : 2)) cl = c;
     for (int c = 2; c <= TN_MAX_CLUSTER && !cl; c *= 2) /* any slice that fits at all */
-        if (cluster_fit(r, p, c, TN_REG_BATCH_LONGER, 1, 0)) cl = c, batch = TN_REG_BATCH_LONGER, per_sm = 1, most = 0;
+        if (cluster_fit(r, p, c, 64, 1)) cl = c, batch = 64;
     if (!cl)
         REJECT("a row of %lld vectors does not split into %d or fewer slices of whole vectors that fit in registers",
                (long long)nv, TN_MAX_CLUSTER);
     while (few && 2 * cl <= TN_MAX_CLUSTER && r->rows * 2 * cl <= d->sm_count &&
-           row_bytes / (2 * cl) >= TN_CLUSTER_MIN_SLICE && cluster_fit(r, p, 2 * cl, batch, per_sm, most))
+           row_bytes / (2 * cl) >= TN_CLUSTER_MIN_SLICE && cluster_fit(r, p, 2 * cl, batch, 1))
         cl *= 2;
     why(p, "cluster: each row split over %d CTAs of %d threads, %d vectors each held in registers (%lld bytes a CTA); "
         "reductions meet through distributed shared memory", cl, p->threads_per_row, p->batch,

@@ -143,36 +143,57 @@ static void test_decisions(tn_context *ctx) {
     CHECK(tn_schedule(&req, &p, err, sizeof err) && p.threads_per_row >= 512, "one row gets many threads: %d",
           p.threads_per_row);
     tn_fusion_destroy(f);
-    /* tma-ws where tune showed it ahead: softmax rows of 64 KiB (exp in two phases), several rows per SM;
-       not for rmsnorm rows of the same length, nor for few rows. */
+    /* tma-ws where tune showed it ahead: softmax rows too long for two to fit in shared memory (streamed in
+       chunks), several rows per SM; tma where two fit and the register plan would hold one row an SM; not for
+       rmsnorm rows of the same length, nor for few rows. */
     tn_fusion_builtin(ctx, TN_BUILTIN_SOFTMAX, &o, &f);
     tn_analyze(f, &a);
-    tn_schedule_request sm = {&a, 4096, 32768, 16, -1, &d};
-    CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_TMA_WS && p.consumer_groups >= 2 && p.stages == 1,
-          "softmax 4096x32768: tma-ws: %s", p.why);
+    tn_schedule_request sm = {&a, 4096, 65536, 16, -1, &d};
+    CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_TMA_WS && p.consumer_groups == 1 &&
+              p.chunks > 1 && p.stages > p.chunks,
+          "softmax 4096x65536: tma-ws streaming chunks: %s", p.why);
+    sm.cols = 32768;
+    CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_TMA && p.stages == 2 &&
+              strstr(p.why, "two rows of 65536 bytes fit"),
+          "softmax 4096x32768: tma, two stages: %s", p.why);
     sm.rows = 64;
+    sm.cols = 65536;
     CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind != TN_PLAN_TMA_WS && strstr(p.why, "not tma-ws"),
-          "softmax 64x32768: not tma-ws: %s", p.why);
+          "softmax 64x65536: not tma-ws: %s", p.why);
     sm.rows = 4096;
     sm.cols = 16384;
     CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_REGISTER, "softmax 4096x16384: register");
+    sm.cols = 24576; /* 12 vectors a thread: two CTAs an SM */
+    CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_REGISTER, "softmax 4096x24576: register");
     tn_fusion_destroy(f);
-    /* softmax rows too long for one CTA's registers (exp once per element, in registers), and few long rows, split
-       over a cluster; never above 8 CTAs. rmsnorm rows that fit an SM's shared memory stay tma at many rows. */
+    /* softmax rows beyond an SM's shared memory, and few long rows, split over a cluster; never above 8 CTAs; more
+       than 2 only at two CTAs an SM. */
     tn_fusion_builtin(ctx, TN_BUILTIN_SOFTMAX, &o, &f);
     tn_analyze(f, &a);
-    const int64_t cl_shapes[][3] = {{4096, 65536, 4}, {1, 65536, 8}, {1, 262144, 8}, {4096, 131072, 8}, {64, 65536, 4}};
-    for (int i = 0; i < 5; i++) {
+    const int64_t cl_shapes[][3] = {{1, 65536, 8}, {1, 262144, 8}, {4096, 131072, 8}, {64, 65536, 2}};
+    for (int i = 0; i < 4; i++) {
         tn_schedule_request cr = {&a, cl_shapes[i][0], cl_shapes[i][1], 16, -1, &d};
         CHECK(tn_schedule(&cr, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == cl_shapes[i][2],
               "softmax %lldx%lld: cluster of %lld: %s", (long long)cl_shapes[i][0], (long long)cl_shapes[i][1],
               (long long)cl_shapes[i][2], p.why);
     }
     tn_fusion_destroy(f);
+    /* rmsnorm rows one CTA's registers cannot hold: a cluster of 2 at 256 threads x 16 vectors (ahead of tma in
+       tune); rows of 32768, which one CTA holds at one CTA an SM, the double-buffered tma ring. */
     tn_fusion_builtin(ctx, TN_BUILTIN_RMSNORM, &o, &f);
     tn_analyze(f, &a);
     tn_schedule_request rl = {&a, 4096, 65536, 16, -1, &d};
-    CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_TMA, "rmsnorm 4096x65536: tma: %s", p.why);
+    CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 2 &&
+              p.threads_per_row == 256 && p.batch == 16,
+          "rmsnorm 4096x65536: cluster of 2: %s", p.why);
+    rl.cols = 131072;
+    CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 8 &&
+              p.threads_per_row == 128,
+          "rmsnorm 4096x131072: cluster of 8 x 128: %s", p.why);
+    rl.cols = 32768;
+    CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_TMA && p.stages == 2, "rmsnorm 4096x32768: %s",
+          p.why);
+    rl.cols = 65536;
     rl.rows = 1;
     CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 8, "rmsnorm 1x65536: %s",
           p.why);

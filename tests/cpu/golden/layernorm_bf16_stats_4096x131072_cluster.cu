@@ -1,5 +1,5 @@
 // row storage: registers, a slice of each row per CTA; skeleton: grid-stride over clusters (a row group split over the cluster's CTAs)
-extern "C" __global__ void __launch_bounds__(1024, 1) tn_kernel(
+extern "C" __global__ void __launch_bounds__(128, 1) tn_kernel(
     const tn_u16 *__restrict__ in0,
     const long long in0_ld,
     const tn_u16 *__restrict__ in1,
@@ -10,9 +10,9 @@ extern "C" __global__ void __launch_bounds__(1024, 1) tn_kernel(
     float *__restrict__ out2,
     const float prm0,
     const long long M) {
-    constexpr int N = 131072, V = 8, NV = N / V, T = 1024, R = 1;
-    constexpr int P = 2;  // vectors each thread keeps per row
-    constexpr int A = 2;  // accumulators per reduction and thread
+    constexpr int N = 131072, V = 8, NV = N / V, T = 128, R = 1;
+    constexpr int P = 16;  // vectors each thread keeps per row
+    constexpr int A = 8;  // accumulators per reduction and thread
     (void)R;
     __shared__ float tn_red[2][R][T / 32];
     constexpr int NRED = 2;
@@ -39,22 +39,6 @@ extern "C" __global__ void __launch_bounds__(1024, 1) tn_kernel(
             (void)vi;
             if (live && vl < NVL) tn_vload(bb0[p], in0 + row * in0_ld + vi * V);
             else tn_vzero(bb0[p]);
-        }
-        tn_vec<tn_u16, V> cc1[P];  // issued with the row's loads
-#pragma unroll
-        for (int p = 0; p < P; p++) {
-            const int vl = p * T + tr, vi = VB + vl;
-            (void)vi;
-            if (vl < NVL) tn_vload(cc1[p], in1 + vi * V);
-            else tn_vzero(cc1[p]);
-        }
-        tn_vec<tn_u16, V> cc2[P];  // issued with the row's loads
-#pragma unroll
-        for (int p = 0; p < P; p++) {
-            const int vl = p * T + tr, vi = VB + vl;
-            (void)vi;
-            if (vl < NVL) tn_vload(cc2[p], in2 + vi * V);
-            else tn_vzero(cc2[p]);
         }
         float acc4[A];
 #pragma unroll
@@ -104,8 +88,10 @@ extern "C" __global__ void __launch_bounds__(1024, 1) tn_kernel(
             (void)vi;
             if (live && vl < NVL) {
                 const tn_vec<tn_u16, V> &b0 = bb0[p];
-                const tn_vec<tn_u16, V> &c1 = cc1[p];
-                const tn_vec<tn_u16, V> &c2 = cc2[p];
+                tn_vec<tn_u16, V> c1;
+                tn_vload(c1, in1 + vi * V);
+                tn_vec<tn_u16, V> c2;
+                tn_vload(c2, in2 + vi * V);
                 tn_vec<tn_u16, V> o0;
                 #pragma unroll
                 for (int v = 0; v < V; v++) {
