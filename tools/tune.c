@@ -66,8 +66,11 @@ static void *compile_worker(void *arg) {
         tn_strbuf_init(&sb, NULL);
         tn_plan_desc_json(&c->desc, &sb);
         tn_plan_options po = {0, sb.data, NULL};
+        tn_resources res;
         if (tn_plan_create(pool->ctx, pool->f, pool->rows, pool->cols, &po, &c->plan) != TN_STATUS_OK)
             snprintf(c->error, sizeof c->error, "%s", tn_context_last_error(pool->ctx));
+        else if (tn_plan_resources(c->plan, &res) == TN_STATUS_OK)
+            c->desc.grid = res.grid_blocks; /* as launched: a cluster plan takes the driver's count */
         tn_strbuf_free(&sb);
     }
     return NULL;

@@ -47,6 +47,17 @@ static int align_class(int align) {
     return c;
 }
 
+/* A cluster kernel loops over row groups: launch as many clusters as the
+   device runs at once (the driver knows the GPCs' sizes; the scheduler only
+   estimates), at most one a row group. More would wait for a second wave and
+   double the time of the rows they take; fewer leave SMs idle. */
+static void persistent_clusters(tn_plan *plan, const tn_plan_desc *desc, tn_variant *var, int i) {
+    tn_launch_desc *l = &var->launches[i];
+    const int64_t active = tn_max_active_clusters(plan->ctx, var->fns[i], l);
+    const int64_t groups = plan->rows / desc->rows_per_cta + (plan->rows % desc->rows_per_cta != 0);
+    if (active > 0) l->grid = (active < groups ? active : groups) * l->cluster;
+}
+
 static tn_status build_variant(tn_plan *plan, tn_variant *var, const tn_plan_desc *desc) {
     tn_context *ctx = plan->ctx;
     tn_strbuf sb;
@@ -72,14 +83,17 @@ static tn_status build_variant(tn_plan *plan, tn_variant *var, const tn_plan_des
                           k->res.registers, desc->block_threads, desc->producer_regs, desc->consumer_groups,
                           desc->consumer_regs);
     var->num_launches = tn_plan_desc_launches(desc, var->launches);
-    for (int i = 0; i < var->num_launches && ctx->has_gpu && st == TN_STATUS_OK; i++)
+    for (int i = 0; i < var->num_launches && ctx->has_gpu && st == TN_STATUS_OK; i++) {
         st = tn_kernel_function(ctx, k, &var->launches[i], &var->fns[i]);
+        if (st == TN_STATUS_OK && var->launches[i].cluster > 1) persistent_clusters(plan, desc, var, i);
+    }
     if (st != TN_STATUS_OK) {
         tn_cache_release(ctx, k);
         tn_free(&ctx->base.alloc, source);
         return st;
     }
     var->desc = *desc;
+    var->desc.grid = var->launches[0].grid;
     var->source = source;
     var->kernel = k;
     var->compiled = compiled;

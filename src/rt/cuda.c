@@ -36,6 +36,7 @@ static const symbol k_symbols[] = {
     SYM(FuncSetAttribute, "cuFuncSetAttribute"),
     SYM(LaunchKernel, "cuLaunchKernel"),
     SYM(LaunchKernelEx, "cuLaunchKernelEx"),
+    SYM(OccupancyMaxActiveClusters, "cuOccupancyMaxActiveClusters"),
     SYM(GetErrorString, "cuGetErrorString"),
     SYM(StreamIsCapturing, "cuStreamIsCapturing"),
     SYM(MemAlloc, "cuMemAlloc_v2"),

@@ -26,6 +26,7 @@ typedef struct tn_cuda_api {
     CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, unsigned, CUstream, void **, void **);
     CUresult (*LaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **);
+    CUresult (*OccupancyMaxActiveClusters)(int *, CUfunction, const CUlaunchConfig *);
     CUresult (*GetErrorString)(CUresult, const char **);
     CUresult (*StreamIsCapturing)(CUstream, CUstreamCaptureStatus *);
     CUresult (*MemAlloc)(CUdeviceptr *, size_t);

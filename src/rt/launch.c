@@ -19,8 +19,8 @@ tn_status tn_kernel_function(tn_context *ctx, const tn_kernel *k, const tn_launc
     return TN_STATUS_OK;
 }
 
-tn_status tn_launch_kernel(tn_context *ctx, CUfunction fn, const tn_launch_desc *l, void **params, CUstream stream) {
-    CUlaunchAttribute attrs[2];
+/* l's launch configuration, its attributes in attrs[2]. */
+static CUlaunchConfig launch_config(const tn_launch_desc *l, CUstream stream, CUlaunchAttribute *attrs) {
     unsigned n = 0;
     if (l->cluster > 1) {
         attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
@@ -35,6 +35,19 @@ tn_status tn_launch_kernel(tn_context *ctx, CUfunction fn, const tn_launch_desc 
     }
     CUlaunchConfig cfg = {(unsigned)l->grid, 1, 1, (unsigned)l->block, 1, 1, (unsigned)l->smem_bytes, stream,
                           n ? attrs : NULL, n};
+    return cfg;
+}
+
+int tn_max_active_clusters(tn_context *ctx, CUfunction fn, const tn_launch_desc *l) {
+    CUlaunchAttribute attrs[2];
+    CUlaunchConfig cfg = launch_config(l, NULL, attrs);
+    int n = 0;
+    return ctx->cu->OccupancyMaxActiveClusters(&n, fn, &cfg) == CUDA_SUCCESS ? n : 0;
+}
+
+tn_status tn_launch_kernel(tn_context *ctx, CUfunction fn, const tn_launch_desc *l, void **params, CUstream stream) {
+    CUlaunchAttribute attrs[2];
+    CUlaunchConfig cfg = launch_config(l, stream, attrs);
     CUresult r = ctx->cu->LaunchKernelEx(&cfg, fn, params, NULL);
     if (r != CUDA_SUCCESS)
         return tn_set_error(ctx, TN_STATUS_CUDA_ERROR, "launch of '%s' (%lld x %d threads, %d bytes shared): %s",

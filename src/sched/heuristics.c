@@ -253,22 +253,22 @@ static int schedule_tma(const tn_schedule_request *r, tn_plan_desc *p, int force
     const int64_t nv = r->cols / p->vec;
     const int64_t row_bytes = r->cols * a->buffer_elem_bytes;
     /* Where the register plan cannot hold the row, or holds it in one CTA an
-       SM while two rows fit in shared memory: one CTA alone leaves the SM
-       without loads in flight during its reductions and stores, where the
-       ring copies the next row meanwhile (tune on the H200, bf16 4096 x
-       32768: softmax 140.8 us against 170.1 in registers, layernorm 147.3
-       against 153.6; add_rmsnorm, whose two inputs leave room for one row,
-       261.5 in registers against 281.9). */
+       SM for a fusion with special functions in two or more phases while two
+       rows fit in shared memory: one CTA alone computes its row's exps with
+       no loads in flight, where the ring copies the next row meanwhile (tune
+       on the H200, bf16 4096 x 32768: softmax 140.8 us against 170.1 in
+       registers). The light fusions stream well enough from one CTA (rmsnorm
+       137.0 in registers, 146.0 tma at two stages; layernorm 153.6, 192.7). */
     if (!forced) {
         tn_plan_desc reg = *p;
         char reg_err[256];
         if (schedule_register(r, &reg, 0, reg_err, sizeof reg_err)) {
             const int64_t reg_ctas =
                 r->props->regs_per_sm / ((int64_t)row_regs(r, reg.vec, reg.batch) * reg.block_threads);
-            if (reg_ctas >= 2 || 2 * (row_bytes + 16) + 1024 > d->smem_per_block_optin)
+            if (reg_ctas >= 2 || a->special_evals < 2 || 2 * (row_bytes + 16) + 1024 > d->smem_per_block_optin)
                 REJECT("the register plan holds the row (%lld bytes) in registers, %lld CTA%s an SM%s",
                        (long long)row_bytes, (long long)reg_ctas, reg_ctas == 1 ? "" : "s",
-                       reg_ctas >= 2 ? "" : ", and two rows do not fit in shared memory");
+                       reg_ctas >= 2 || a->special_evals < 2 ? "" : ", and two rows do not fit in shared memory");
         }
     }
     /* About 8 vectors per thread per phase: a row that fills shared memory
@@ -559,6 +559,22 @@ static int slice_regs(const tn_schedule_request *r, int vec, int batch) {
     return row_regs(r, vec, batch) + TN_CLUSTER_EXCHANGE_REGS;
 }
 
+/* A persistent grid for a cluster plan: as many clusters as the SMs hold at
+   once by registers and threads (on a GPU, the plan takes the driver's count
+   instead, which knows how clusters pack into GPCs), at most one a row; each
+   loops over rows, so the cluster barrier at a CTA's start comes once per CTA,
+   not once per row (tune, bf16: rmsnorm 4096 x 65536 281 us against 374 at a
+   cluster a row; 4096 x 131072 624 against 752). */
+static int64_t cluster_grid(const tn_schedule_request *r, const tn_plan_desc *p) {
+    const tn_device_props *d = r->props;
+    const int64_t regs = (int64_t)slice_regs(r, p->vec, p->batch) * p->block_threads;
+    int64_t per_sm = min_i64(d->regs_per_sm / regs, d->max_threads_per_sm / p->block_threads);
+    per_sm = per_sm < 1 ? 1 : per_sm;
+    int64_t clusters = per_sm * d->sm_count / p->cluster;
+    clusters = clusters < 1 ? 1 : clusters;
+    return min_i64(min_i64(r->rows, clusters), 0x7fffffff / p->cluster) * p->cluster;
+}
+
 /* Fills the cluster fields for cl CTAs a row, t threads a CTA, one row each; 0
    if the slice is not whole vectors or its registers do not fit. */
 static int cluster_shape(const tn_schedule_request *r, tn_plan_desc *p, int cl, int t) {
@@ -572,7 +588,7 @@ static int cluster_shape(const tn_schedule_request *r, tn_plan_desc *p, int cl, 
     p->threads_per_row = p->block_threads = t;
     p->rows_per_cta = 1;
     p->batch = batch;
-    p->grid = min_i64(r->rows, 0x7fffffff / cl) * cl; /* a cluster a row; the loop strides past 2^31 CTAs */
+    p->grid = cluster_grid(r, p);
     return 1;
 }
 
@@ -643,6 +659,8 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
     why(p, "cluster: each row split over %d CTAs of %d threads, %d vectors each held in registers (%lld bytes a CTA); "
         "reductions meet through distributed shared memory", cl, p->threads_per_row, p->batch,
         (long long)(row_bytes / cl));
+    why(p, "%lld clusters loop over the rows (on a GPU, as many as the driver says run at once)",
+        (long long)(p->grid / cl));
     return 1;
 }
 
@@ -662,21 +680,6 @@ static int check_cluster(const tn_plan_desc *p, const tn_analysis *a, const tn_d
     return 1;
 }
 
-/* A persistent grid for a cluster plan: as many clusters as the SMs hold at
-   once (by registers and threads), each looping over row groups -- the
-   cluster barriers at a CTA's start and end then come once per CTA, not once
-   per row. tune times it beside the one-cluster-a-row grid. */
-static int cluster_persistent(const tn_schedule_request *r, tn_plan_desc *p) {
-    const tn_device_props *d = r->props;
-    const int64_t regs = (int64_t)slice_regs(r, p->vec, p->batch) * p->block_threads;
-    int64_t per_sm = min_i64(d->regs_per_sm / regs, d->max_threads_per_sm / p->block_threads);
-    per_sm = per_sm < 1 ? 1 : per_sm;
-    const int64_t clusters = per_sm * d->sm_count / p->cluster;
-    if (clusters < 1 || clusters >= r->rows) return 0;
-    p->grid = clusters * p->cluster;
-    return 1;
-}
-
 static int candidates_cluster(const tn_schedule_request *r, const tn_plan_desc *base, tn_plan_desc *out, int cap) {
     if (r->props->cc_major < 9) return 0;
     int n = 0;
@@ -685,7 +688,6 @@ static int candidates_cluster(const tn_schedule_request *r, const tn_plan_desc *
             tn_plan_desc p = *base;
             if (ceil_div(base->cols / base->vec / cl, t) > 32 || !cluster_shape(r, &p, cl, t)) continue;
             out[n++] = p;
-            if (n < cap && cluster_persistent(r, &p)) out[n++] = p;
         }
     return n;
 }

@@ -179,7 +179,7 @@ static void test_decisions(tn_context *ctx) {
     }
     tn_fusion_destroy(f);
     /* rmsnorm rows one CTA's registers cannot hold: a cluster of 2 at 256 threads x 16 vectors (ahead of tma in
-       tune); rows of 32768, which one CTA holds at one CTA an SM, the double-buffered tma ring. */
+       tune); rows of 32768, which one CTA holds at one CTA an SM, stay in registers (no special functions). */
     tn_fusion_builtin(ctx, TN_BUILTIN_RMSNORM, &o, &f);
     tn_analyze(f, &a);
     tn_schedule_request rl = {&a, 4096, 65536, 16, -1, &d};
@@ -191,8 +191,7 @@ static void test_decisions(tn_context *ctx) {
               p.threads_per_row == 128,
           "rmsnorm 4096x131072: cluster of 8 x 128: %s", p.why);
     rl.cols = 32768;
-    CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_TMA && p.stages == 2, "rmsnorm 4096x32768: %s",
-          p.why);
+    CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_REGISTER, "rmsnorm 4096x32768: %s", p.why);
     rl.cols = 65536;
     rl.rows = 1;
     CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 8, "rmsnorm 1x65536: %s",
