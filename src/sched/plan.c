@@ -33,7 +33,8 @@ typedef struct field {
 static const field k_fields[] = {F64(rows), F64(cols), F32(vec), F32(threads_per_row), F32(rows_per_cta),
                                  F32(batch), F32(block_threads), F64(grid), F32(cc), F32(align_bytes),
                                  OPT(stages, 0), OPT(smem_bytes, 0), OPT(pdl, 0), OPT(consumer_groups, 0),
-                                 OPT(chunks, 1), OPT(producer_regs, 0), OPT(consumer_regs, 0), OPT(cluster, 1)};
+                                 OPT(chunks, 1), OPT(producer_regs, 0), OPT(consumer_regs, 0), OPT(cluster, 1),
+                                 OPT(ctas_per_sm, 0)};
 #define NUM_FIELDS (sizeof k_fields / sizeof k_fields[0])
 
 static int64_t get(const tn_plan_desc *p, const field *f) {
@@ -269,6 +270,9 @@ int tn_plan_desc_check(const tn_plan_desc *p, const tn_analysis *a, const tn_dev
         REJECT("plan: cluster %d must be in [1, %d] and divide grid %lld", p->cluster, TN_MAX_CLUSTER,
                (long long)p->grid);
     if (p->batch < 1 || p->batch > 64) REJECT("plan: batch %d must be in [1, 64]", p->batch);
+    if (p->ctas_per_sm < 0 || (int64_t)p->ctas_per_sm * p->block_threads > props->max_threads_per_sm)
+        REJECT("plan: ctas_per_sm %d must be 0 or CTAs of %d threads that fit an SM's %d threads", p->ctas_per_sm,
+               p->block_threads, props->max_threads_per_sm);
     if (p->grid < 1 || p->grid > 0x7fffffff) REJECT("plan: grid %lld must be in [1, 2^31 - 1]", (long long)p->grid);
     if (!is_pow2(p->align_bytes) || p->align_bytes > 16)
         REJECT("plan: align_bytes %d must be a power of two up to 16", p->align_bytes);

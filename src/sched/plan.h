@@ -39,6 +39,8 @@ typedef struct tn_plan_desc {
     int consumer_regs;   /* ... and of each consumer group */
     int cluster;         /* cluster: CTAs a row is split over (2 to 8, each a 1/cluster slice); 1 for the other kinds */
     int smem_bytes;      /* dynamic shared memory per CTA */
+    int ctas_per_sm;     /* CTAs the kernel is compiled to fit on one SM at once (ptxas keeps registers
+                            under that share); 0: ptxas chooses */
     int pdl;             /* 1: programmatic dependent launch (sm_90+) */
     char why[1024];      /* the scheduler's reasons, one clause per decision */
 } tn_plan_desc;

@@ -24,6 +24,8 @@ static const golden k_goldens[] = {
      TN_PLAN_LOOPED},
     {"softmax_f32_8x1000.cu", TN_BUILTIN_SOFTMAX, TN_DTYPE_F32, TN_DTYPE_F32, TN_DTYPE_F32, 0, 8, 1000, -1},
     {"add_rmsnorm_bf16_64x512.cu", TN_BUILTIN_ADD_RMSNORM, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 64, 512, -1},
+    /* one wave of 512 CTAs: compiled for 4 CTAs an SM; the weight loaded with the row. */
+    {"rmsnorm_bf16_512x4096.cu", TN_BUILTIN_RMSNORM, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 512, 4096, -1},
     {"layernorm_bf16_4096x4096_tma.cu", TN_BUILTIN_LAYERNORM, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 4096, 4096,
      TN_PLAN_TMA},
     /* tma-ws: two consumer groups sharing the producer's registers; one group streaming long rows in chunks. */

@@ -142,6 +142,18 @@ static void test_decisions(tn_context *ctx) {
     req.cols = 8192;
     CHECK(tn_schedule(&req, &p, err, sizeof err) && p.threads_per_row >= 512, "one row gets many threads: %d",
           p.threads_per_row);
+    /* A grid that fits one wave at full occupancy is compiled for it (ptxas would take 38 registers and leave 3 of
+       the 4 CTAs an SM that 512 CTAs need); a plan that asks for more CTAs than an SM's threads is refused. */
+    req.rows = 512;
+    req.cols = 4096;
+    CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_REGISTER && p.block_threads == 512 &&
+              p.ctas_per_sm == 4,
+          "512x4096: 4 CTAs of 512 an SM: %d x %d", p.ctas_per_sm, p.block_threads);
+    p.ctas_per_sm = 5;
+    CHECK(!tn_plan_desc_check(&p, &a, &d, 16, err, sizeof err) && strstr(err, "ctas_per_sm"), "ctas_per_sm 5: %s",
+          err);
+    req.rows = 100000; /* many waves: ptxas chooses */
+    CHECK(tn_schedule(&req, &p, err, sizeof err) && p.ctas_per_sm == 0, "100000x4096: ctas_per_sm %d", p.ctas_per_sm);
     tn_fusion_destroy(f);
     /* tma-ws where tune showed it ahead: softmax rows too long for two to fit in shared memory (streamed in
        chunks), several rows per SM; tma where two fit and the register plan would hold one row an SM; not for
