@@ -678,6 +678,12 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
     return 1;
 }
 
+/* The L2 prefetch copies whole 16-byte units: every ROW input's slice starts
+   16-byte aligned and is a multiple of 16 bytes long. */
+static int cluster_prefetch_ok(const tn_plan_desc *p, const tn_analysis *a) {
+    return p->align_bytes >= 16 && p->vec * a->min_row_elem_size >= 16;
+}
+
 static int check_cluster(const tn_plan_desc *p, const tn_analysis *a, const tn_device_props *d, char *err, size_t cap) {
     if (d->cc_major < 9) REJECT("thread-block clusters need sm_90 (the target is sm_%d%d)", d->cc_major, d->cc_minor);
     if (p->consumer_groups || p->chunks != 1 || p->producer_regs || p->consumer_regs || p->stages || p->smem_bytes)
@@ -688,6 +694,9 @@ static int check_cluster(const tn_plan_desc *p, const tn_analysis *a, const tn_d
         REJECT("plan: cluster %d must be 2 to %d CTAs, each a slice of whole vectors (%lld vectors a row)", p->cluster,
                TN_MAX_CLUSTER, (long long)nv);
     if (p->rows_per_cta != 1) REJECT("plan: a cluster plan takes one row per cluster");
+    if (p->prefetch && !cluster_prefetch_ok(p, a))
+        REJECT("plan: prefetch needs 16-byte aligned rows and 16-byte vectors of every row input (align_bytes %d, "
+               "vec %d)", p->align_bytes, p->vec);
     if ((int64_t)p->threads_per_row * p->batch < nv / p->cluster)
         REJECT("plan: threads_per_row %d x batch %d vectors do not cover a slice of %lld vectors", p->threads_per_row,
                p->batch, (long long)(nv / p->cluster));
@@ -702,6 +711,9 @@ static int candidates_cluster(const tn_schedule_request *r, const tn_plan_desc *
             tn_plan_desc p = *base;
             if (ceil_div(base->cols / base->vec / cl, t) > 32 || !cluster_shape(r, &p, cl, t)) continue;
             out[n++] = p;
+            /* The L2 prefetch of the next row, beside each (untimed until tune on the GPU says). */
+            p.prefetch = 1;
+            if (n < cap && cluster_prefetch_ok(&p, r->analysis)) out[n++] = p;
         }
     return n;
 }

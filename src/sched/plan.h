@@ -41,6 +41,8 @@ typedef struct tn_plan_desc {
     int smem_bytes;      /* dynamic shared memory per CTA */
     int ctas_per_sm;     /* CTAs the kernel is compiled to fit on one SM at once (ptxas keeps registers
                             under that share); 0: ptxas chooses */
+    int prefetch;        /* cluster: 1 = each CTA has its slice of its next row copied into L2 while it
+                            works on this one (cp.async.bulk.prefetch.L2) */
     int pdl;             /* 1: programmatic dependent launch (sm_90+) */
     char why[1024];      /* the scheduler's reasons, one clause per decision */
 } tn_plan_desc;

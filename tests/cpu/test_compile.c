@@ -38,6 +38,45 @@ static void compile_one(tn_context *ctx, tn_builtin op, tn_dtype dt, int64_t m, 
     tn_fusion_destroy(f);
 }
 
+/* A cluster plan with the L2 prefetch of the next row (tune's candidate beside
+   each cluster plan): replayed from its JSON, compiled without spills, the
+   prefetch in its source; refused where rows are not 16-byte aligned. */
+static void compile_prefetch(tn_context *ctx, tn_builtin op, int64_t m, int64_t n, int *count) {
+    tn_builtin_options o = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0};
+    tn_fusion *f = NULL;
+    tn_plan *plan = NULL;
+    tn_plan_options forced = {0, NULL, "cluster"};
+    tn_fusion_builtin(ctx, op, &o, &f);
+    CHECK(tn_plan_create(ctx, f, m, n, &forced, &plan) == TN_STATUS_OK, "cluster %lldx%lld: %s", (long long)m,
+          (long long)n, tn_context_last_error(ctx));
+    char *json = plan ? test_describe(plan, TN_DESCRIBE_JSON) : NULL;
+    tn_plan_destroy(plan);
+    plan = NULL;
+    char *at = json ? strstr(json, "\"prefetch\": 0") : NULL;
+    CHECK(at != NULL, "no prefetch field in %s", json ? json : "(none)");
+    if (at) {
+        at[strlen("\"prefetch\": ")] = '1';
+        tn_plan_options po = {0, json, NULL};
+        CHECK(tn_plan_create(ctx, f, m, n, &po, &plan) == TN_STATUS_OK, "prefetch %lldx%lld: %s", (long long)m,
+              (long long)n, tn_context_last_error(ctx));
+        if (plan) {
+            tn_resources r;
+            tn_plan_resources(plan, &r);
+            char *src = test_describe(plan, TN_DESCRIBE_SOURCE);
+            CHECK(r.spill_store_bytes == 0 && r.stack_bytes == 0 && strstr(src, "tn_prefetch_l2(in0 + (next + r)"),
+                  "prefetch %lldx%lld: %d spill bytes, prefetch in the source: %d", (long long)m, (long long)n,
+                  r.spill_store_bytes, strstr(src, "tn_prefetch_l2(in0") != NULL);
+            free(src);
+            tn_plan_destroy(plan);
+            (*count)++;
+        }
+        tn_plan_options po8 = {8, json, NULL};
+        CHECK(tn_plan_create(ctx, f, m, n, &po8, &plan) != TN_STATUS_OK, "prefetch on 8-byte aligned rows accepted");
+    }
+    free(json);
+    tn_fusion_destroy(f);
+}
+
 /* The PTX of a tma plan holds the bulk copy and the mbarrier wait (a cluster
    plan its remote stores and cluster barrier); a tma-ws
    plan with register sharing also its setmaxnreg pair (the values its plan
@@ -140,6 +179,10 @@ void test_compile(void) {
             compile_one(ctx, (tn_builtin)op, TN_DTYPE_BF16, 10000, odd_cols[ci], "tma-ws", &plans);
             compile_one(ctx, (tn_builtin)op, ci % 2 ? TN_DTYPE_F16 : TN_DTYPE_F32, 4096, odd_cols[ci], "tma-ws", &plans);
         }
+    for (int op = 0; op < TN_BUILTIN_COUNT; op++) {
+        compile_prefetch(ctx, (tn_builtin)op, 4096, 131072, &plans);
+        compile_prefetch(ctx, (tn_builtin)op, 2000, 81920, &plans);
+    }
     check_ptx(ctx, "tma", 4096, 8192);
     check_ptx(ctx, "tma-ws", 16384, 4096);
     check_ptx(ctx, "cluster", 4096, 65536);

@@ -136,6 +136,11 @@ __device__ __forceinline__ unsigned tn_cluster_rank() {
     asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
     return r;
 }
+// A hint: `bytes` (a multiple of 16) from p (16-byte aligned) into L2, so the
+// loads that follow later find them there instead of waiting on DRAM.
+__device__ __forceinline__ void tn_prefetch_l2(const void *p, unsigned bytes) {
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+}
 // The cluster barrier in two halves: arrive once this CTA's barriers are set
 // up, wait before the first write to another CTA (the row's loads in between).
 __device__ __forceinline__ void tn_cluster_arrive() { asm volatile("barrier.cluster.arrive.release;" ::: "memory"); }
