@@ -93,6 +93,15 @@ static int register_shape(const tn_schedule_request *r, tn_plan_desc *p, int t, 
     return 1;
 }
 
+/* Whether rows of t threads, each keeping its share of the row, all fit on
+   the SMs at once (by threads and by the registers the row needs). */
+static int one_wave(const tn_schedule_request *r, int vec, int t) {
+    const tn_device_props *d = r->props;
+    const int64_t regs = row_regs(r, vec, (int)ceil_div(r->cols / vec, t));
+    const int64_t per_sm = min_i64(d->max_threads_per_sm, d->regs_per_sm / regs);
+    return r->rows * t <= per_sm * d->sm_count;
+}
+
 static int schedule_register(const tn_schedule_request *r, tn_plan_desc *p, int forced, char *err, size_t cap) {
     (void)forced;
     const tn_device_props *d = r->props;
@@ -106,10 +115,15 @@ static int schedule_register(const tn_schedule_request *r, tn_plan_desc *p, int 
                                           : t < TN_REG_LONGER_ROW_THREADS ? TN_REG_BATCH_LONG
                                                                           : TN_REG_BATCH_LONGER / inputs))
         t *= 2;
-    /* Few rows: give each row more threads so the SMs have work. */
+    /* Few rows: give each row more threads so the SMs have work -- but not
+       past the point where every row runs at once: a second wave costs more
+       than the wider rows save (rmsnorm 512 x 8192 at 512 threads x 2
+       vectors: 3 CTAs an SM by registers, two waves of 512 CTAs). */
     const int64_t wanted = (int64_t)d->sm_count * 1024;
     int widened = 0;
-    while (t < TN_REG_WIDEN_MAX && t < nv && r->rows < wanted / t) t *= 2, widened = 1;
+    while (t < TN_REG_WIDEN_MAX && t < nv && r->rows < wanted / t &&
+           !(one_wave(r, p->vec, t) && !one_wave(r, p->vec, 2 * t)))
+        t *= 2, widened = 1;
     /* From the widest useful t up; then, for rows too long for 1024 threads'
        registers, narrower CTAs whose threads may hold more (the cap per thread
        rises as the block shrinks). */

@@ -152,6 +152,12 @@ static void test_decisions(tn_context *ctx) {
     p.ctas_per_sm = 5;
     CHECK(!tn_plan_desc_check(&p, &a, &d, 16, err, sizeof err) && strstr(err, "ctas_per_sm"), "ctas_per_sm 5: %s",
           err);
+    /* Widened for few rows only while every row still runs at once: 512 x 8192 stops at 256 threads x 4 vectors (one
+       wave of 4 CTAs an SM), not 512 x 2 (two waves at 3 CTAs an SM by registers). */
+    req.cols = 8192;
+    CHECK(tn_schedule(&req, &p, err, sizeof err) && p.threads_per_row == 256 && p.ctas_per_sm == 4,
+          "512x8192: 256 threads, 4 CTAs an SM: %d, %d", p.threads_per_row, p.ctas_per_sm);
+    req.cols = 4096;
     req.rows = 100000; /* many waves: ptxas chooses */
     CHECK(tn_schedule(&req, &p, err, sizeof err) && p.ctas_per_sm == 0, "100000x4096: ctas_per_sm %d", p.ctas_per_sm);
     tn_fusion_destroy(f);
