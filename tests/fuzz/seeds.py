@@ -67,6 +67,9 @@ def plan_seeds(cli):
                                                   stats=True)),
         ("layernorm-bf16-tma-4096x4096", dict(op="layernorm", dtype="bf16", rows=4096, cols=4096, kind="tma")),
         ("rmsnorm-f16-tma-32768x16384", dict(op="rmsnorm", dtype="f16", rows=32768, cols=16384, kind="tma")),
+        ("rmsnorm-bf16-cluster-4096x131072", dict(op="rmsnorm", dtype="bf16", rows=4096, cols=131072)),
+        ("softmax-bf16-tma-ws-4096x65536", dict(op="softmax", dtype="bf16", rows=4096, cols=65536)),
+        ("rmsnorm-bf16-one-wave-512x4096", dict(op="rmsnorm", dtype="bf16", rows=512, cols=4096)),
     ]
     base = None
     for name, c in cases:
@@ -107,6 +110,9 @@ def plan_edges(base):
         "align32": with_(align_bytes=32),
         "cc80-on-h200": with_(cc=80),
         "looped-rpc2": with_(kind="looped", rows_per_cta=2),
+        "ctas-per-sm-9": with_(ctas_per_sm=9),
+        "ctas-per-sm-minus-1": with_(ctas_per_sm=-1),
+        "prefetch-on-register": with_(prefetch=1),
         "number-forms": raw.replace(b'"vec": 8', b'"vec": 8.0'),
         "number-exponent": raw.replace(b'"vec": 8', b'"vec": 8e0'),
         "number-plus": raw.replace(b'"vec": 8', b'"vec": +8'),
