@@ -229,8 +229,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     /* The check's rules, again in exact arithmetic. */
     const int64_t tpr = p.threads_per_row, rpc = p.rows_per_cta, block = p.block_threads;
-    FUZZ_CHECK(tpr * rpc == block, "checked plan: threads_per_row %lld x rows_per_cta %lld != block_threads %lld",
-               (long long)tpr, (long long)rpc, (long long)block);
+    const int64_t producer = tn_plan_producer_threads(&p); /* tma-ws: the producer warp (group) */
+    FUZZ_CHECK(tpr * rpc + producer == block,
+               "checked plan: threads_per_row %lld x rows_per_cta %lld + %lld producer threads != block_threads %lld",
+               (long long)tpr, (long long)rpc, (long long)producer, (long long)block);
     FUZZ_CHECK(block >= 32 && block % 32 == 0 && block <= props.max_threads_per_block,
                "checked plan: block_threads %lld", (long long)block);
     FUZZ_CHECK(p.vec >= 1 && p.vec <= 16 && p.cols % p.vec == 0, "checked plan: vec %d, cols %lld", p.vec,
@@ -242,6 +244,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                "checked register plan: %lld threads x %d vectors of %d do not cover %lld columns", (long long)tpr,
                p.batch, p.vec, (long long)p.cols);
     FUZZ_CHECK(p.kind != TN_PLAN_LOOPED || rpc == 1, "checked looped plan with %lld rows per CTA", (long long)rpc);
+    FUZZ_CHECK(p.ctas_per_sm >= 0 && (int64_t)p.ctas_per_sm * block <= props.max_threads_per_sm,
+               "checked plan: %d CTAs of %lld threads an SM", p.ctas_per_sm, (long long)block);
+    FUZZ_CHECK(!p.prefetch || (p.kind == TN_PLAN_CLUSTER && p.align_bytes == 16),
+               "checked plan: prefetch in a %s plan aligned to %d", tn_plan_kind_name(p.kind), p.align_bytes);
     /* What the scheduler refuses, a replay must not get past the check either. */
     FUZZ_CHECK(!fu->an->has_f8_output || p.cc >= 89,
                "checked plan for sm_%d with an f8e4m3 output (the scheduler refuses: it needs sm_89)", p.cc);
