@@ -672,7 +672,8 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
                    "tma plans stream it", a->special_evals);
     }
     const int inputs = a->num_stage_inputs > 1 ? a->num_stage_inputs : 1;
-    int batch = TN_REG_BATCH_LONGER / inputs > TN_REG_BATCH_TARGET ? TN_REG_BATCH_LONGER / inputs : TN_REG_BATCH_TARGET;
+    const int most = few ? TN_CLUSTER_FEW_BATCH : TN_REG_BATCH_LONGER;
+    int batch = most / inputs > TN_REG_BATCH_TARGET ? most / inputs : TN_REG_BATCH_TARGET;
     int cl = 0;
     for (int c = 2; c <= TN_MAX_CLUSTER && !cl; c *= 2)
         if (cluster_fit(r, p, c, batch, few || c == 2 ? 1 : 2)) cl = c;

@@ -195,6 +195,11 @@ static void test_decisions(tn_context *ctx) {
               "softmax %lldx%lld: cluster of %lld: %s", (long long)cl_shapes[i][0], (long long)cl_shapes[i][1],
               (long long)cl_shapes[i][2], p.why);
     }
+    /* Few rows keep up to 24 vectors a thread (tune: 128 x 24 over 4 CTAs 9.31 us, 256 x 12 11.21). */
+    tn_schedule_request few = {&a, 33, 98304, 16, -1, &d};
+    CHECK(tn_schedule(&few, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 4 &&
+              p.threads_per_row == 128 && p.batch == 24,
+          "softmax 33x98304: 4 CTAs of 128 x 24: %s", p.why);
     tn_fusion_destroy(f);
     /* rmsnorm rows one CTA's registers cannot hold: a cluster of 2 at 256 threads x 16 vectors (ahead of tma in
        tune); rows of 32768, which one CTA holds at one CTA an SM, stay in registers (no special functions). */
