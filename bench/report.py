@@ -82,7 +82,9 @@ def summarize(rows, ceilings, unavailable, sources):
                        f"{tn['pct_ceiling'] if tn else '-'} | {best or '-'} | {others[best]['us'] if best else '-'} | "
                        f"{ratio:.2f} |")
         out.append("")
-        out.append(f"Geometric mean of the ratio over {len(ratios)} shapes: **{geomean(ratios):.2f}**")
+        out.append(f"Geometric mean of the ratio over {len(ratios)} shapes: **{geomean(ratios):.2f}**; "
+                   f"tmanorm at least as fast as the best other on {sum(r >= 1 for r in ratios)} of {len(ratios)} "
+                   f"({100 * sum(r >= 1 for r in ratios) / max(len(ratios), 1):.0f}%)")
         out.append("")
     return "\n".join(out) + "\n"
 
