@@ -577,17 +577,17 @@ static void cluster_open(gen *g) {
                      "        const long long row = g * R + rr;\n"
                      "        const bool live = row < M;\n        (void)live;\n");
     if (!g->p->prefetch) return;
-    /* One thread: this CTA's slice of the row group it takes next, into L2
-       (the DRAM stays busy while this one reduces, meets the cluster and stores). */
-    tn_strbuf_append(g->sb, "        if (threadIdx.x == 0 && (g + gridDim.x / CL) * R < M) {\n"
-                            "            const long long next = (g + gridDim.x / CL) * R;\n"
-                            "            for (int r = 0; r < R && next + r < M; r++) {\n");
+    /* One thread: this CTA's slice of the row it takes next (a cluster plan's
+       row group is one row), into L2: the DRAM stays busy while this one
+       reduces, meets the cluster and stores. */
+    tn_strbuf_append(g->sb, "        if (threadIdx.x == 0 && g + gridDim.x / CL < M) {\n"
+                            "            const long long next = g + gridDim.x / CL;\n");
     for (int k = 0; k < g->a->num_stage_inputs; k++) {
         const tn_node *n = &g->f->nodes[g->a->stage_inputs[k]];
-        tn_strbuf_printf(g->sb, "                tn_prefetch_l2(in%d + (next + r) * in%d_ld + (long long)VB * V, NVL * V * %du);\n",
+        tn_strbuf_printf(g->sb, "            tn_prefetch_l2(in%d + next * in%d_ld + (long long)VB * V, NVL * V * %du);\n",
                          n->io_index, n->io_index, (int)tn_dtype_size(n->dtype));
     }
-    tn_strbuf_append(g->sb, "            }\n        }\n");
+    tn_strbuf_append(g->sb, "        }\n");
 }
 static void cluster_scratch(gen *g) {
     cta_scratch(g);

@@ -57,6 +57,12 @@ static int words_per_vector(const tn_analysis *a, int vec) {
     return (int)ceil_div((int64_t)vec * a->buffer_elem_bytes * (a->kept_values ? a->kept_values : 1), 4 * inputs);
 }
 
+/* CTAs of `block` threads needing `regs` registers a thread that one SM holds
+   at once, by its register file and its threads. */
+static int64_t ctas_an_sm(const tn_device_props *d, int64_t regs, int block) {
+    return min_i64(d->regs_per_sm / (regs * block), d->max_threads_per_sm / block);
+}
+
 /* Registers a thread needs to keep `batch` vectors of its row (or slice). */
 static int row_regs(const tn_schedule_request *r, int vec, int batch) {
     return TN_REG_NEED(batch * words_per_vector(r->analysis, vec));
@@ -70,8 +76,7 @@ static int row_regs(const tn_schedule_request *r, int vec, int batch) {
 static int one_wave_ctas(const tn_schedule_request *r, const tn_plan_desc *p, int regs) {
     const tn_device_props *d = r->props;
     const int64_t ctas = ceil_div(p->grid, d->sm_count);
-    if (ctas < 2 || ctas * p->block_threads > d->max_threads_per_sm || ctas * p->block_threads * regs > d->regs_per_sm)
-        return 0;
+    if (ctas < 2 || ctas > ctas_an_sm(d, regs, p->block_threads)) return 0;
     return (int)ctas;
 }
 
@@ -291,8 +296,7 @@ static int schedule_tma(const tn_schedule_request *r, tn_plan_desc *p, int force
         tn_plan_desc reg = *p;
         char reg_err[256];
         if (schedule_register(r, &reg, 0, reg_err, sizeof reg_err)) {
-            const int64_t reg_ctas =
-                r->props->regs_per_sm / ((int64_t)row_regs(r, reg.vec, reg.batch) * reg.block_threads);
+            const int64_t reg_ctas = ctas_an_sm(d, row_regs(r, reg.vec, reg.batch), reg.block_threads);
             if (reg_ctas >= 2 || a->special_evals < 2 || 2 * (row_bytes + 16) + 1024 > d->smem_per_block_optin)
                 REJECT("the register plan holds the row (%lld bytes) in registers, %lld CTA%s an SM%s",
                        (long long)row_bytes, (long long)reg_ctas, reg_ctas == 1 ? "" : "s",
@@ -595,8 +599,7 @@ static int slice_regs(const tn_schedule_request *r, int vec, int batch) {
    cluster a row; 4096 x 131072 624 against 752). */
 static int64_t cluster_grid(const tn_schedule_request *r, const tn_plan_desc *p) {
     const tn_device_props *d = r->props;
-    const int64_t regs = (int64_t)slice_regs(r, p->vec, p->batch) * p->block_threads;
-    int64_t per_sm = min_i64(d->regs_per_sm / regs, d->max_threads_per_sm / p->block_threads);
+    int64_t per_sm = ctas_an_sm(d, slice_regs(r, p->vec, p->batch), p->block_threads);
     per_sm = per_sm < 1 ? 1 : per_sm;
     int64_t clusters = per_sm * d->sm_count / p->cluster;
     clusters = clusters < 1 ? 1 : clusters;
@@ -628,7 +631,7 @@ static int cluster_fit(const tn_schedule_request *r, tn_plan_desc *p, int cl, in
     for (int t = 128; t <= 1024; t *= 2) {
         tn_plan_desc q = *p;
         if (ceil_div(nvl, t) <= batch && cluster_shape(r, &q, cl, t) &&
-            (int64_t)slice_regs(r, q.vec, q.batch) * t * per_sm <= r->props->regs_per_sm) {
+            ctas_an_sm(r->props, slice_regs(r, q.vec, q.batch), t) >= per_sm) {
             *p = q;
             return 1;
         }

@@ -63,7 +63,7 @@ static void compile_prefetch(tn_context *ctx, tn_builtin op, int64_t m, int64_t 
             tn_resources r;
             tn_plan_resources(plan, &r);
             char *src = test_describe(plan, TN_DESCRIBE_SOURCE);
-            CHECK(r.spill_store_bytes == 0 && r.stack_bytes == 0 && strstr(src, "tn_prefetch_l2(in0 + (next + r)"),
+            CHECK(r.spill_store_bytes == 0 && r.stack_bytes == 0 && strstr(src, "tn_prefetch_l2(in0 + next * in0_ld"),
                   "prefetch %lldx%lld: %d spill bytes, prefetch in the source: %d", (long long)m, (long long)n,
                   r.spill_store_bytes, strstr(src, "tn_prefetch_l2(in0") != NULL);
             free(src);
