@@ -3,6 +3,7 @@
    so misaligned tensors fall back to narrower accesses instead of faulting. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "rt/runtime.h"
@@ -58,19 +59,43 @@ static void persistent_clusters(tn_plan *plan, const tn_plan_desc *desc, tn_vari
     if (active > 0) l->grid = (active < groups ? active : groups) * l->cluster;
 }
 
-static tn_status build_variant(tn_plan *plan, tn_variant *var, const tn_plan_desc *desc) {
+/* Generates and compiles desc's kernel (or finds it in the cache). */
+static tn_status compile_desc(tn_plan *plan, const tn_plan_desc *desc, char **source, tn_kernel **k, int *compiled) {
     tn_context *ctx = plan->ctx;
     tn_strbuf sb;
     tn_strbuf_init(&sb, &ctx->base.alloc);
     tn_codegen(plan->fusion, &plan->an, desc, &sb);
-    char *source = tn_strbuf_take(&sb);
-    if (!source) return tn_set_error(ctx, TN_STATUS_OUT_OF_MEMORY, "codegen: out of memory");
+    *source = tn_strbuf_take(&sb);
+    if (!*source) return tn_set_error(ctx, TN_STATUS_OUT_OF_MEMORY, "codegen: out of memory");
+    tn_status st = tn_cache_get(ctx, *source, k, compiled);
+    if (st != TN_STATUS_OK) {
+        tn_free(&ctx->base.alloc, *source);
+        *source = NULL;
+    }
+    return st;
+}
+
+static tn_status build_variant(tn_plan *plan, tn_variant *var, const tn_plan_desc *in) {
+    tn_context *ctx = plan->ctx;
+    tn_plan_desc bounded = *in, *desc = &bounded;
+    char *source = NULL;
     tn_kernel *k = NULL;
     int compiled = 0;
-    tn_status st = tn_cache_get(ctx, source, &k, &compiled);
-    if (st != TN_STATUS_OK) {
+    tn_status st = compile_desc(plan, desc, &source, &k, &compiled);
+    if (st != TN_STATUS_OK) return st;
+    /* The CTAs-an-SM bound comes from the scheduler's estimate of the registers
+       a thread needs; where ptxas spilled under it, the compiler's report wins:
+       compile again without the bound (fewer CTAs an SM, no local memory). */
+    if (desc->ctas_per_sm && (k->res.spill_store_bytes || k->res.spill_load_bytes)) {
+        const int spilled = k->res.spill_store_bytes;
+        tn_cache_release(ctx, k);
         tn_free(&ctx->base.alloc, source);
-        return st;
+        desc->ctas_per_sm = 0;
+        const size_t len = strlen(desc->why);
+        snprintf(desc->why + len, sizeof desc->why - len, "%sno CTAs-an-SM bound: ptxas spilled %d bytes under it",
+                 len ? "; " : "", spilled);
+        st = compile_desc(plan, desc, &source, &k, &compiled);
+        if (st != TN_STATUS_OK) return st;
     }
     /* Register sharing only moves registers within what the CTA got at launch:
        a setmaxnreg.inc beyond that pool would wait forever, so refuse instead. */

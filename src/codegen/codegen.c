@@ -265,7 +265,7 @@ static void emit_signature(gen *g) {
        cluster CTA likewise: ptxas spilled around the exchange's wait at 40
        registers, aiming at three 512-thread CTAs an SM; the scheduler already
        sized the slice for the registers it needs. */
-    const int ctas = g->p->kind == TN_PLAN_TMA_WS || g->p->kind == TN_PLAN_CLUSTER ? 1 : g->p->ctas_per_sm;
+    const int ctas = g->p->kind == TN_PLAN_TMA_WS || (g->p->kind == TN_PLAN_CLUSTER && !g->p->ctas_per_sm) ? 1 : g->p->ctas_per_sm;
     if (ctas)
         tn_strbuf_printf(g->sb, "extern \"C\" __global__ void __launch_bounds__(%d, %d) " TN_KERNEL_NAME "(",
                          g->p->block_threads, ctas);

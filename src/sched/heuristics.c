@@ -599,11 +599,28 @@ static int slice_regs(const tn_schedule_request *r, int vec, int batch) {
    cluster a row; 4096 x 131072 624 against 752). */
 static int64_t cluster_grid(const tn_schedule_request *r, const tn_plan_desc *p) {
     const tn_device_props *d = r->props;
-    int64_t per_sm = ctas_an_sm(d, slice_regs(r, p->vec, p->batch), p->block_threads);
+    int64_t per_sm = p->ctas_per_sm ? p->ctas_per_sm : ctas_an_sm(d, slice_regs(r, p->vec, p->batch), p->block_threads);
     per_sm = per_sm < 1 ? 1 : per_sm;
     int64_t clusters = per_sm * d->sm_count / p->cluster;
     clusters = clusters < 1 ? 1 : clusters;
     return min_i64(min_i64(r->rows, clusters), 0x7fffffff / p->cluster) * p->cluster;
+}
+
+/* CTAs of a cluster plan an SM holds by the slice's registers, for the
+   compiler's launch bounds; 0 (one) where that leaves under
+   TN_CLUSTER_MIN_REGS a thread (ptxas spilled around the exchange's wait at
+   40, aiming at three 512-thread CTAs). Told one CTA an SM, ptxas spent 255
+   registers on softmax 4096 x 131072 (8 CTAs of 128 x 16) and the driver ran
+   30 clusters, not 49; bounded to three it took 168 and no spills. The
+   bound also leaves room for one vector of each COL input, live in the
+   output phase (layernorm's weight and bias: 8 bytes spilled at 168). */
+static int cluster_ctas_per_sm(const tn_schedule_request *r, const tn_plan_desc *p) {
+    const int64_t per_sm = ctas_an_sm(r->props, slice_regs(r, p->vec, p->batch), p->block_threads);
+    if (per_sm < 2) return 0;
+    const int cap = regs_cap(r->props, (int)per_sm * p->block_threads);
+    const int col_words = (int)ceil_div((int64_t)p->vec * r->analysis->col_elem_bytes, 4);
+    if (cap < TN_CLUSTER_MIN_REGS || cap < slice_regs(r, p->vec, p->batch) + col_words) return 0;
+    return (int)per_sm;
 }
 
 /* Fills the cluster fields for cl CTAs a row, t threads a CTA, one row each; 0
@@ -619,6 +636,7 @@ static int cluster_shape(const tn_schedule_request *r, tn_plan_desc *p, int cl, 
     p->threads_per_row = p->block_threads = t;
     p->rows_per_cta = 1;
     p->batch = batch;
+    p->ctas_per_sm = cluster_ctas_per_sm(r, p);
     p->grid = cluster_grid(r, p);
     return 1;
 }
@@ -637,6 +655,12 @@ static int cluster_fit(const tn_schedule_request *r, tn_plan_desc *p, int cl, in
         }
     }
     return 0;
+}
+
+/* The L2 prefetch copies whole 16-byte units: every ROW input's slice starts
+   16-byte aligned and is a multiple of 16 bytes long. */
+static int cluster_prefetch_ok(const tn_plan_desc *p, const tn_analysis *a) {
+    return p->align_bytes >= 16 && p->vec * a->min_row_elem_size >= 16;
 }
 
 /* The cluster plan's region, from tune on the H200 (bf16, 2026-12-03, the
@@ -693,13 +717,14 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
         (long long)(row_bytes / cl));
     why(p, "%lld clusters loop over the rows (on a GPU, as many as the driver says run at once)",
         (long long)(p->grid / cl));
+    /* Special functions in two or more phases leave the loads idle for long: fetch the next row's slice into L2
+       meanwhile (tune: softmax 4096 x 131072 694 us against 749, 33 x 98304 8.33 against 8.87; rmsnorm and
+       layernorm lost 3-4%, their phases are short). */
+    if (a->special_evals >= 2 && cluster_prefetch_ok(p, a) && p->grid / cl < r->rows) {
+        p->prefetch = 1;
+        why(p, "each CTA prefetches its slice of the next row into L2 while it computes the special functions");
+    }
     return 1;
-}
-
-/* The L2 prefetch copies whole 16-byte units: every ROW input's slice starts
-   16-byte aligned and is a multiple of 16 bytes long. */
-static int cluster_prefetch_ok(const tn_plan_desc *p, const tn_analysis *a) {
-    return p->align_bytes >= 16 && p->vec * a->min_row_elem_size >= 16;
 }
 
 static int check_cluster(const tn_plan_desc *p, const tn_analysis *a, const tn_device_props *d, char *err, size_t cap) {
@@ -729,9 +754,14 @@ static int candidates_cluster(const tn_schedule_request *r, const tn_plan_desc *
             tn_plan_desc p = *base;
             if (ceil_div(base->cols / base->vec / cl, t) > 32 || !cluster_shape(r, &p, cl, t)) continue;
             out[n++] = p;
-            /* The L2 prefetch of the next row, beside each (untimed until tune on the GPU says). */
-            p.prefetch = 1;
-            if (n < cap && cluster_prefetch_ok(&p, r->analysis)) out[n++] = p;
+            /* Beside each: the L2 prefetch of the next row, and (where the shape aims at several CTAs an SM)
+               the compiler left free to use registers for one. */
+            tn_plan_desc q = p;
+            q.prefetch = 1;
+            if (n < cap && cluster_prefetch_ok(&q, r->analysis)) out[n++] = q;
+            q = p;
+            q.ctas_per_sm = 0;
+            if (n < cap && p.ctas_per_sm) out[n++] = q;
         }
     return n;
 }

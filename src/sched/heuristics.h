@@ -85,6 +85,9 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
    phase: layernorm 4096 x 65536 at 1024 threads x 4 vectors (56 by the rule
    above) spilled 16 bytes under the 64-register cap; 8 more were not enough. */
 #define TN_CLUSTER_EXCHANGE_REGS 12
+/* Fewest registers a thread a cluster kernel is compiled for when it aims at
+   several CTAs an SM (ptxas spilled at 40; 168 held 16 vectors with room). */
+#define TN_CLUSTER_MIN_REGS 64
 #define TN_BLOCK_TARGET 256     /* threads per CTA the register plan aims for */
 
 #endif
