@@ -607,7 +607,11 @@ static int64_t cluster_grid(const tn_schedule_request *r, const tn_plan_desc *p)
 }
 
 /* CTAs of a cluster plan an SM holds by the slice's registers, for the
-   compiler's launch bounds; 0 (one) where that leaves under
+   compiler's launch bounds, where the fusion evaluates special functions in
+   two or more phases: tune, bf16, softmax 4096 x 131072 over 8 CTAs of
+   128 x 16: 604 us at 3 CTAs an SM against 742 at 2 (512 x 131072: 82
+   against 100); rmsnorm, whose phases are short, lost (592 against 559).
+   0 (one, ptxas chooses) otherwise and where that leaves under
    TN_CLUSTER_MIN_REGS a thread (ptxas spilled around the exchange's wait at
    40, aiming at three 512-thread CTAs). Told one CTA an SM, ptxas spent 255
    registers on softmax 4096 x 131072 (8 CTAs of 128 x 16) and the driver ran
@@ -615,6 +619,7 @@ static int64_t cluster_grid(const tn_schedule_request *r, const tn_plan_desc *p)
    bound also leaves room for one vector of each COL input, live in the
    output phase (layernorm's weight and bias: 8 bytes spilled at 168). */
 static int cluster_ctas_per_sm(const tn_schedule_request *r, const tn_plan_desc *p) {
+    if (r->analysis->special_evals < 2) return 0;
     const int64_t per_sm = ctas_an_sm(r->props, slice_regs(r, p->vec, p->batch), p->block_threads);
     if (per_sm < 2) return 0;
     const int cap = regs_cap(r->props, (int)per_sm * p->block_threads);
@@ -717,13 +722,9 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
         (long long)(row_bytes / cl));
     why(p, "%lld clusters loop over the rows (on a GPU, as many as the driver says run at once)",
         (long long)(p->grid / cl));
-    /* Special functions in two or more phases leave the loads idle for long: fetch the next row's slice into L2
-       meanwhile (tune: softmax 4096 x 131072 694 us against 749, 33 x 98304 8.33 against 8.87; rmsnorm and
-       layernorm lost 3-4%, their phases are short). */
-    if (a->special_evals >= 2 && cluster_prefetch_ok(p, a) && p->grid / cl < r->rows) {
-        p->prefetch = 1;
-        why(p, "each CTA prefetches its slice of the next row into L2 while it computes the special functions");
-    }
+    if (p->ctas_per_sm)
+        why(p, "compiled for %d CTAs an SM: special functions in %d phases keep each CTA computing long, more CTAs "
+            "overlap one's loads with another's work", p->ctas_per_sm, a->special_evals);
     return 1;
 }
 
@@ -754,14 +755,16 @@ static int candidates_cluster(const tn_schedule_request *r, const tn_plan_desc *
             tn_plan_desc p = *base;
             if (ceil_div(base->cols / base->vec / cl, t) > 32 || !cluster_shape(r, &p, cl, t)) continue;
             out[n++] = p;
-            /* Beside each: the L2 prefetch of the next row, and (where the shape aims at several CTAs an SM)
-               the compiler left free to use registers for one. */
+            /* Beside each: the L2 prefetch of the next row (tune: softmax 4096 x 131072 694 us against 749 at
+               one CTA an SM, 656 against 604 at three), and the launch bound for the CTAs an SM the registers
+               allow where the scheduler leaves it to ptxas, or without it where the scheduler sets it. */
             tn_plan_desc q = p;
             q.prefetch = 1;
             if (n < cap && cluster_prefetch_ok(&q, r->analysis)) out[n++] = q;
             q = p;
-            q.ctas_per_sm = 0;
-            if (n < cap && p.ctas_per_sm) out[n++] = q;
+            const int64_t per_sm = ctas_an_sm(r->props, slice_regs(r, p.vec, p.batch), p.block_threads);
+            q.ctas_per_sm = p.ctas_per_sm ? 0 : (per_sm >= 2 ? (int)per_sm : 0);
+            if (n < cap && q.ctas_per_sm != p.ctas_per_sm) out[n++] = q;
         }
     return n;
 }
