@@ -84,6 +84,7 @@ struct gen {
     int nred;                  /* reductions, each with a slot in tn_red */
     int slot_of[TN_MAX_NODES]; /* reduction node -> its shared-memory slot */
     int first_phase, last_phase; /* the phase being emitted is the first / last to read the row */
+    int carry;                 /* carried values are kept in kv<k>[P][V] (the plan's carry, a storage that keeps the row) */
 };
 
 static int is_elementwise(tn_shape_class s) { return s == TN_SHAPE_ROW || s == TN_SHAPE_COL; }
@@ -162,9 +163,21 @@ static void col_load(gen *g, int k, const char *ind) {
                      k_dtype_code[g->f->nodes[k].dtype].storage, k, ind, k, g->f->nodes[k].io_index);
 }
 
+/* Value k in phase `phase`: computed (and, in the phase that first computes a
+   carried value, kept for the later ones), or taken from where it was kept. */
+static void emit_phase_value(gen *g, const char *ind, int k, int phase) {
+    const int carried = g->carry ? g->a->carried[k] : 0;
+    if (carried && carried - 1 < phase) {
+        tn_strbuf_printf(g->sb, "%sconst float e%d = kv%d[p][v];\n", ind, k, k);
+        return;
+    }
+    emit_value(g, ind, k);
+    if (carried) tn_strbuf_printf(g->sb, "%skv%d[p][v] = e%d;\n", ind, k, k);
+}
+
 /* The body of one element loop for vector vi: fetches, the needed values,
    then the accumulations of phase `level` or (level < 0) the output stores. */
-static void emit_element_loop_body(gen *g, const unsigned char *need, int level, const char *ind) {
+static void emit_element_loop_body(gen *g, const unsigned char *need, int level, int phase, const char *ind) {
     const int phase_is_output = level < 0;
     const tn_fusion *f = g->f;
     char ind2[32];
@@ -181,7 +194,7 @@ static void emit_element_loop_body(gen *g, const unsigned char *need, int level,
         }
     tn_strbuf_printf(g->sb, "%s#pragma unroll\n%sfor (int v = 0; v < V; v++) {\n", ind, ind);
     for (int i = 0; i < f->num_nodes; i++)
-        if (need[i]) emit_value(g, ind2, i);
+        if (need[i]) emit_phase_value(g, ind2, i, phase);
     if (phase_is_output) {
         for (int r = 0; r < g->a->num_row_outputs; r++) {
             int o = g->a->row_outputs[r];
@@ -211,8 +224,8 @@ static void emit_element_loop_body(gen *g, const unsigned char *need, int level,
 static void emit_phase(gen *g, int level) {
     const tn_fusion *f = g->f;
     const tn_analysis *a = g->a;
-    const int out_phase = level < 0;
-    const unsigned char *need = a->phase_need[out_phase ? a->num_levels : level - 1];
+    const int out_phase = level < 0, phase = out_phase ? a->num_levels : level - 1;
+    const unsigned char *need = (g->carry ? a->phase_need_carry : a->phase_need)[phase];
     for (int i = 0; i < f->num_nodes; i++) {
         const tn_node *n = &f->nodes[i];
         if (!a->used[i] || n->kind != TN_OP_REDUCE || a->level[i] != level) continue;
@@ -223,7 +236,7 @@ static void emit_phase(gen *g, int level) {
     g->first_phase = level == 1 || (out_phase && a->num_levels == 0);
     g->last_phase = out_phase || (level == a->num_levels && !a->num_row_outputs);
     g->storage->loop_open(g, out_phase);
-    emit_element_loop_body(g, need, level, "                ");
+    emit_element_loop_body(g, need, level, phase, "                ");
     g->storage->loop_close(g);
     if (out_phase) return;
     for (int i = 0; i < f->num_nodes; i++)
@@ -633,7 +646,8 @@ static const kind_code k_kinds[TN_PLAN_KIND_COUNT] = {
 };
 
 void tn_codegen(const tn_fusion *f, const tn_analysis *a, const tn_plan_desc *p, tn_strbuf *sb) {
-    gen g = {f, a, p, sb, k_kinds[p->kind].storage, k_kinds[p->kind].skeleton, 0, {0}, 0, 0};
+    gen g = {f, a, p, sb, k_kinds[p->kind].storage, k_kinds[p->kind].skeleton, 0, {0}, 0, 0, 0};
+    g.carry = p->carry && g.storage->keeps_row && a->num_carried;
     for (int i = 0; i < f->num_nodes; i++) {
         const tn_node *n = &f->nodes[i];
         g.slot_of[i] = a->used[i] && n->kind == TN_OP_REDUCE ? g.nred++ : -1;
@@ -668,6 +682,9 @@ void tn_codegen(const tn_fusion *f, const tn_analysis *a, const tn_plan_desc *p,
                              "    tn_pdl_launch_dependents();  // the next kernel may be scheduled; it still waits for our end\n");
     g.skeleton->open(&g);
     g.storage->setup(&g);
+    for (int i = 0; i < f->num_nodes && g.carry; i++)
+        if (a->carried[i])
+            tn_strbuf_printf(sb, "        float kv%d[P][V];  // e%d of each kept vector, computed once\n", i, i);
     emit_row_values(&g, 0);
     for (int level = 1; level <= a->num_levels; level++) {
         emit_phase(&g, level);

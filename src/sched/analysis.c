@@ -6,10 +6,11 @@
 
 static int is_elementwise(tn_shape_class s) { return s == TN_SHAPE_ROW || s == TN_SHAPE_COL; }
 
-/* Marks the elementwise values that the roots in need[] depend on. */
-static void close_over(const tn_fusion *f, unsigned char *need) {
+/* Marks the elementwise values that the roots in need[] depend on; a value
+   with leaf[i] set is taken as it is (its operands are not marked for it). */
+static void close_over(const tn_fusion *f, unsigned char *need, const unsigned char *leaf) {
     for (int i = f->num_nodes - 1; i >= 0; i--) {
-        if (!need[i]) continue;
+        if (!need[i] || (leaf && leaf[i])) continue;
         const tn_node *n = &f->nodes[i];
         for (int a = 0; a < n->nargs; a++) {
             int k = (int)n->args[a].index;
@@ -29,26 +30,59 @@ static int is_special(const tn_node *n) {
     }
 }
 
-/* What each phase computes per element: the operands of its reductions (or the
-   ROW outputs) and everything elementwise they need. */
+/* The values phase p consumes per element: the operands of its reductions
+   (or, in the output phase, the ROW outputs). */
+static void phase_roots(const tn_fusion *f, const tn_analysis *an, int p, unsigned char *need) {
+    if (p == an->num_levels)
+        for (int r = 0; r < an->num_row_outputs; r++) need[f->outputs[an->row_outputs[r]].value.index] = 1;
+    else
+        for (int i = 0; i < f->num_nodes; i++) {
+            const tn_node *n = &f->nodes[i];
+            if (an->used[i] && n->kind == TN_OP_REDUCE && n->axis == TN_AXIS_INNER && an->level[i] == p + 1)
+                need[n->args[0].index] = 1;
+        }
+}
+
+/* What each phase computes per element: its roots and everything elementwise
+   they need. */
 static void analyze_phases(const tn_fusion *f, tn_analysis *an) {
     if (an->num_levels > TN_MAX_REDUCTION_LEVELS) return;
     for (int p = 0; p <= an->num_levels; p++) {
         unsigned char *need = an->phase_need[p];
-        const int out_phase = p == an->num_levels;
-        for (int i = 0; i < f->num_nodes; i++) {
-            const tn_node *n = &f->nodes[i];
-            if (!out_phase && an->used[i] && n->kind == TN_OP_REDUCE && n->axis == TN_AXIS_INNER &&
-                an->level[i] == p + 1)
-                need[n->args[0].index] = 1;
-        }
-        if (out_phase)
-            for (int r = 0; r < an->num_row_outputs; r++) need[f->outputs[an->row_outputs[r]].value.index] = 1;
-        close_over(f, need);
+        phase_roots(f, an, p, need);
+        close_over(f, need, NULL);
         for (int i = 0; i < f->num_nodes; i++) {
             an->emitted_values += need[i];
             an->special_evals += need[i] && is_special(&f->nodes[i]);
         }
+    }
+}
+
+/* Special-function ROW values that more than one phase computes (softmax's
+   exp: summed in one phase, divided in the output phase), and what each phase
+   computes when they are carried from their first phase. */
+static void analyze_carries(const tn_fusion *f, tn_analysis *an) {
+    if (an->num_levels > TN_MAX_REDUCTION_LEVELS) return;
+    unsigned char later[TN_MAX_PHASES][TN_MAX_NODES] = {{0}}; /* carried in from an earlier phase */
+    for (int i = 0; i < f->num_nodes; i++) {
+        if (!is_special(&f->nodes[i]) || f->nodes[i].shape != TN_SHAPE_ROW) continue;
+        int first = -1;
+        for (int p = 0; p <= an->num_levels; p++) {
+            if (!an->phase_need[p][i]) continue;
+            if (first < 0) first = p;
+            else later[p][i] = 1;
+        }
+        an->carried[i] = (unsigned char)(first + 1); /* kept below only if a later phase takes it as it is */
+    }
+    for (int p = 0; p <= an->num_levels; p++) {
+        phase_roots(f, an, p, an->phase_need_carry[p]);
+        close_over(f, an->phase_need_carry[p], later[p]);
+    }
+    for (int i = 0; i < f->num_nodes; i++) {
+        int taken = 0;
+        for (int p = 0; p <= an->num_levels; p++) taken |= later[p][i] && an->phase_need_carry[p][i];
+        if (!taken) an->carried[i] = 0;
+        an->num_carried += taken;
     }
 }
 
@@ -154,6 +188,7 @@ void tn_analyze(const tn_fusion *f, tn_analysis *an) {
         }
     }
     analyze_phases(f, an);
+    analyze_carries(f, an);
     const int kept = values_kept_across_phases(f, an);
     an->kept_values = kept < an->num_stage_inputs && an->num_levels ? kept : an->num_stage_inputs;
 }

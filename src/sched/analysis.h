@@ -46,6 +46,14 @@ typedef struct tn_analysis {
     int min_row_elem_size;    /* smallest element of any ROW or COL tensor */
     int max_elem_size;        /* largest element of any ROW or COL tensor */
     int has_f8_output;
+    /* Special-function values per element (exp, log, ...) that a later phase
+       needs again: carried[i] = 1 + the phase that first computes value i (0:
+       not carried). A plan with `carry` keeps them in f32 registers from that
+       phase on instead of recomputing them; phase_need_carry is phase_need with
+       those values taken as computed in the phases after it. */
+    unsigned char carried[TN_MAX_NODES];
+    int num_carried;
+    unsigned char phase_need_carry[TN_MAX_PHASES][TN_MAX_NODES];
 } tn_analysis;
 
 /* f must be verified. */

@@ -43,6 +43,8 @@ typedef struct tn_plan_desc {
                             under that share); 0: ptxas chooses */
     int prefetch;        /* cluster: 1 = each CTA has its slice of its next row copied into L2 while it
                             works on this one (cp.async.bulk.prefetch.L2) */
+    int carry;           /* register, cluster: 1 = special-function values a later phase needs again (softmax's
+                            exp) are kept in f32 registers from the phase that computes them, not recomputed */
     int pdl;             /* 1: programmatic dependent launch (sm_90+) */
     char why[1024];      /* the scheduler's reasons, one clause per decision */
 } tn_plan_desc;

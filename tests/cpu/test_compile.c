@@ -38,6 +38,27 @@ static void compile_one(tn_context *ctx, tn_builtin op, tn_dtype dt, int64_t m, 
     tn_fusion_destroy(f);
 }
 
+/* The JSON of the plan of kind `kind` (forced) for f at [m, n], with
+   `"field": ` followed by 1 where it was 0 or 1; NULL (a failed check) if
+   the plan or the field is not there. The caller frees it. */
+static char *forced_json_with(tn_context *ctx, tn_fusion *f, int64_t m, int64_t n, const char *kind, const char *field) {
+    tn_plan *plan = NULL;
+    tn_plan_options forced = {0, NULL, kind};
+    CHECK(tn_plan_create(ctx, f, m, n, &forced, &plan) == TN_STATUS_OK, "%s %lldx%lld: %s", kind, (long long)m,
+          (long long)n, tn_context_last_error(ctx));
+    char *json = plan ? test_describe(plan, TN_DESCRIBE_JSON) : NULL, key[64];
+    tn_plan_destroy(plan);
+    snprintf(key, sizeof key, "\"%s\": ", field);
+    char *at = json ? strstr(json, key) : NULL;
+    CHECK(at != NULL, "no %s field in %s", field, json ? json : "(none)");
+    if (!at) {
+        free(json);
+        return NULL;
+    }
+    at[strlen(key)] = '1';
+    return json;
+}
+
 /* A cluster plan with the L2 prefetch of the next row (the scheduler's choice
    for special functions in two phases, tune's candidate beside every other
    cluster plan): replayed from its JSON, compiled without spills, the
@@ -46,17 +67,9 @@ static void compile_prefetch(tn_context *ctx, tn_builtin op, int64_t m, int64_t 
     tn_builtin_options o = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0};
     tn_fusion *f = NULL;
     tn_plan *plan = NULL;
-    tn_plan_options forced = {0, NULL, "cluster"};
     tn_fusion_builtin(ctx, op, &o, &f);
-    CHECK(tn_plan_create(ctx, f, m, n, &forced, &plan) == TN_STATUS_OK, "cluster %lldx%lld: %s", (long long)m,
-          (long long)n, tn_context_last_error(ctx));
-    char *json = plan ? test_describe(plan, TN_DESCRIBE_JSON) : NULL;
-    tn_plan_destroy(plan);
-    plan = NULL;
-    char *at = json ? strstr(json, "\"prefetch\": ") : NULL;
-    CHECK(at != NULL, "no prefetch field in %s", json ? json : "(none)");
-    if (at) {
-        at[strlen("\"prefetch\": ")] = '1';
+    char *json = forced_json_with(ctx, f, m, n, "cluster", "prefetch");
+    if (json) {
         tn_plan_options po = {0, json, NULL};
         CHECK(tn_plan_create(ctx, f, m, n, &po, &plan) == TN_STATUS_OK, "prefetch %lldx%lld: %s", (long long)m,
               (long long)n, tn_context_last_error(ctx));
@@ -73,6 +86,42 @@ static void compile_prefetch(tn_context *ctx, tn_builtin op, int64_t m, int64_t 
         }
         tn_plan_options po8 = {8, json, NULL};
         CHECK(tn_plan_create(ctx, f, m, n, &po8, &plan) != TN_STATUS_OK, "prefetch on 8-byte aligned rows accepted");
+    }
+    free(json);
+    tn_fusion_destroy(f);
+}
+
+/* A softmax plan of `kind` with carry (tune's candidate beside every register
+   and cluster plan of a fusion that has carried values): replayed from its
+   JSON, compiled without spills, exp computed once per element (in the phase
+   that sums it, kept in kv for the output phase); refused for other kinds. */
+static void compile_carry(tn_context *ctx, tn_dtype dt, int64_t m, int64_t n, const char *kind, int *count) {
+    tn_builtin_options o = {dt, dt, dt, 0};
+    tn_fusion *f = NULL;
+    tn_plan *plan = NULL;
+    tn_fusion_builtin(ctx, TN_BUILTIN_SOFTMAX, &o, &f);
+    char *json = forced_json_with(ctx, f, m, n, kind, "carry");
+    if (json) {
+        tn_plan_options po = {0, json, NULL};
+        const int may = !strcmp(kind, "register") || !strcmp(kind, "cluster");
+        const tn_status st = tn_plan_create(ctx, f, m, n, &po, &plan);
+        CHECK(may ? st == TN_STATUS_OK : st != TN_STATUS_OK && strstr(tn_context_last_error(ctx), "carry"),
+              "carry in a %s plan %lldx%lld: %s", kind, (long long)m, (long long)n,
+              st == TN_STATUS_OK ? "accepted" : tn_context_last_error(ctx));
+        if (plan) {
+            tn_resources r;
+            tn_plan_resources(plan, &r);
+            char *src = test_describe(plan, TN_DESCRIBE_SOURCE);
+            int exps = 0;
+            const char *body = strstr(src, "tn_kernel(");
+            for (const char *p = body; p && (p = strstr(p, "tn_exp(")) != NULL; p++) exps++;
+            CHECK(r.spill_store_bytes == 0 && r.stack_bytes == 0 && exps == 1 && strstr(src, "= kv"),
+                  "carry %s %lldx%lld: %d spill bytes, %d exp calls", kind, (long long)m, (long long)n,
+                  r.spill_store_bytes, exps);
+            free(src);
+            tn_plan_destroy(plan);
+            (*count)++;
+        }
     }
     free(json);
     tn_fusion_destroy(f);
@@ -184,6 +233,15 @@ void test_compile(void) {
         compile_prefetch(ctx, (tn_builtin)op, 4096, 131072, &plans);
         compile_prefetch(ctx, (tn_builtin)op, 2000, 81920, &plans);
     }
+    static const int64_t carry_cols[] = {1024, 4000, 16384, 32768};
+    for (size_t ci = 0; ci < sizeof carry_cols / sizeof carry_cols[0]; ci++) {
+        compile_carry(ctx, TN_DTYPE_BF16, 4096, carry_cols[ci], "register", &plans);
+        if (carry_cols[ci] <= 16384) compile_carry(ctx, TN_DTYPE_F32, 33, carry_cols[ci], "register", &plans);
+    }
+    compile_carry(ctx, TN_DTYPE_BF16, 4096, 131072, "cluster", &plans);
+    compile_carry(ctx, TN_DTYPE_BF16, 512, 65536, "cluster", &plans);
+    compile_carry(ctx, TN_DTYPE_BF16, 4096, 8192, "tma", &plans);
+    compile_carry(ctx, TN_DTYPE_BF16, 4096, 65536, "tma-ws", &plans);
     check_ptx(ctx, "tma", 4096, 8192);
     check_ptx(ctx, "tma-ws", 16384, 4096);
     check_ptx(ctx, "cluster", 4096, 65536);

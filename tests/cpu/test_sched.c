@@ -306,6 +306,59 @@ static void test_register_split(void) {
     }
 }
 
+/* Special-function values a later phase needs again are carried; the phases
+   after theirs take them as computed and no longer need what made them. */
+static void test_carries(tn_context *ctx) {
+    tn_builtin_options o = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0};
+    tn_analysis a;
+    for (int op = 0; op < TN_BUILTIN_COUNT; op++) {
+        tn_fusion *f = NULL;
+        tn_fusion_builtin(ctx, (tn_builtin)op, &o, &f);
+        tn_analyze(f, &a);
+        if (op != TN_BUILTIN_SOFTMAX) {
+            CHECK(a.num_carried == 0, "%s carries %d values", tn_builtin_name((tn_builtin)op), a.num_carried);
+        } else {
+            int exp_node = -1;
+            for (int i = 0; i < f->num_nodes; i++)
+                if (f->nodes[i].kind == TN_OP_UNARY && f->nodes[i].op == TN_UNARY_EXP) exp_node = i;
+            CHECK(a.num_carried == 1 && exp_node >= 0 && a.carried[exp_node] == 2,
+                  "softmax: %d carried, exp's first phase %d", a.num_carried, exp_node >= 0 ? a.carried[exp_node] : -1);
+            /* The output phase takes exp as computed: neither the input nor the subtraction is recomputed. */
+            int out_values = 0;
+            for (int i = 0; i < f->num_nodes; i++) out_values += a.phase_need_carry[a.num_levels][i];
+            CHECK(exp_node >= 0 && a.phase_need_carry[a.num_levels][exp_node] && out_values == 2 &&
+                      a.phase_need_carry[1][exp_node],
+                  "softmax output phase computes %d values with carry", out_values);
+        }
+        tn_fusion_destroy(f);
+    }
+    /* z = sigmoid(x), y = z / sum(z): z is computed before any reduction and carried from phase 0;
+       l = x - log(sum(exp(x))): exp is needed in one phase only, nothing is carried. */
+    for (int which = 0; which < 2; which++) {
+        tn_fusion *f = NULL;
+        tn_value x, z, s, y, l;
+        tn_fusion_create(ctx, which ? "logsoftmax" : "sigmoid_share", &f);
+        tn_fusion_input(f, "x", TN_DTYPE_F32, TN_SHAPE_ROW, &x);
+        tn_fusion_unary(f, which ? TN_UNARY_EXP : TN_UNARY_SIGMOID, x, &z);
+        tn_fusion_reduce(f, TN_REDUCE_SUM, TN_AXIS_INNER, z, &s);
+        if (which) {
+            tn_fusion_unary(f, TN_UNARY_LOG, s, &l);
+            tn_fusion_binary(f, TN_BINARY_SUB, x, l, &y);
+        } else {
+            tn_fusion_binary(f, TN_BINARY_DIV, z, s, &y);
+        }
+        tn_fusion_output(f, "y", y, TN_DTYPE_F32);
+        CHECK(tn_fusion_verify(f) == TN_STATUS_OK, "fusion %d: %s", which, tn_context_last_error(ctx));
+        tn_analyze(f, &a);
+        if (which)
+            CHECK(a.num_carried == 0, "logsoftmax carries %d values", a.num_carried);
+        else
+            CHECK(a.num_carried == 1 && a.carried[z.index] == 1 && !a.phase_need_carry[1][x.index],
+                  "sigmoid share: %d carried, first phase %d", a.num_carried, a.carried[z.index]);
+        tn_fusion_destroy(f);
+    }
+}
+
 /* Every candidate `tune` times passes the plan checks and the invariants, for every kind. */
 static void test_candidates(tn_context *ctx) {
     tn_device_props d;
@@ -325,6 +378,10 @@ static void test_candidates(tn_context *ctx) {
             const int n = tn_schedule_candidates(&req, c, 256);
             CHECK(n > 0 && n < 256, "%s %lldx%lld: %d candidates", tn_builtin_name((tn_builtin)op),
                   (long long)shapes[i][0], (long long)shapes[i][1], n);
+            int carries = 0;
+            for (int k = 0; k < n; k++) carries += c[k].carry;
+            CHECK(op == TN_BUILTIN_SOFTMAX ? carries > 0 : carries == 0, "%s %lldx%lld: %d carry candidates",
+                  tn_builtin_name((tn_builtin)op), (long long)shapes[i][0], (long long)shapes[i][1], carries);
             for (int k = 0; k < n; k++) {
                 char what[160];
                 snprintf(what, sizeof what, "candidate %d (%s) of %s %lldx%lld", k, tn_plan_kind_name(c[k].kind),
@@ -344,6 +401,7 @@ static void test_candidates(tn_context *ctx) {
 void test_sched(void) {
     tn_context *ctx = test_context();
     test_candidates(ctx);
+    test_carries(ctx);
     test_grid(ctx);
     test_decisions(ctx);
     test_json_rejections();

@@ -32,19 +32,43 @@ typedef struct gpu_case {
     const char *kind; /* NULL: the scheduler's choice */
     int64_t pad;
     int offset;
+    const char *set; /* an optional plan field (e.g. "carry") set to 1 in the plan's JSON, replayed */
 } gpu_case;
+
+/* The plan's JSON with `"field": 0` set to 1 and replayed as a new plan (the
+   old one destroyed); TN_STATUS_INVALID_ARGUMENT if the field is not there. */
+static tn_status replay_with(tn_context *ctx, tn_fusion *f, const gpu_case *c, const char *field, tn_plan **plan) {
+    size_t n = 0;
+    tn_plan_describe(*plan, TN_DESCRIBE_JSON, NULL, 0, &n);
+    char *json = malloc(n + 1), key[64];
+    tn_plan_describe(*plan, TN_DESCRIBE_JSON, json, n, NULL);
+    tn_plan_destroy(*plan);
+    *plan = NULL;
+    snprintf(key, sizeof key, "\"%s\": 0", field);
+    char *at = strstr(json, key);
+    tn_status st = TN_STATUS_INVALID_ARGUMENT;
+    if (at) {
+        at[strlen(key) - 1] = '1';
+        tn_plan_options po = {0, json, NULL};
+        st = tn_plan_create(ctx, f, c->rows, c->cols, &po, plan);
+    }
+    free(json);
+    return st;
+}
 
 static void run_case(tn_context *ctx, const gpu_case *c) {
     tn_builtin_options bo = {c->in, c->w, c->out, c->stats};
     tn_fusion *f = NULL;
     tn_plan *plan = NULL;
     char label[200], kind[16] = "?";
-    snprintf(label, sizeof label, "%-11s in=%-4s w=%-4s out=%-6s%s M=%-5lld N=%-8lld pad=%lld off=%d", tn_builtin_name(c->op),
-             tn_dtype_name(c->in), tn_dtype_name(c->w), tn_dtype_name(c->out), c->stats ? " +stats" : "",
-             (long long)c->rows, (long long)c->cols, (long long)c->pad, c->offset);
+    snprintf(label, sizeof label, "%-11s in=%-4s w=%-4s out=%-6s%s M=%-5lld N=%-8lld pad=%lld off=%d%s%s",
+             tn_builtin_name(c->op), tn_dtype_name(c->in), tn_dtype_name(c->w), tn_dtype_name(c->out),
+             c->stats ? " +stats" : "", (long long)c->rows, (long long)c->cols, (long long)c->pad, c->offset,
+             c->set ? " +" : "", c->set ? c->set : "");
     tn_status st = tn_fusion_builtin(ctx, c->op, &bo, &f);
     tn_plan_options po = {0, NULL, c->kind};
     if (st == TN_STATUS_OK) st = tn_plan_create(ctx, f, c->rows, c->cols, &po, &plan);
+    if (st == TN_STATUS_OK && c->set) st = replay_with(ctx, f, c, c->set, &plan);
     if (st == TN_STATUS_OK) tn_gpu_plan_kind(plan, kind, sizeof kind);
     tn_check_result r;
     memset(&r, 0, sizeof r);
@@ -296,6 +320,24 @@ static void check_pdl_chain(tn_context *ctx, int64_t rows, int64_t cols) {
     tn_fusion_destroy(f);
 }
 
+/* Softmax with its exp carried in registers from the phase that sums it to the
+   output phase (the plan field `carry`), register and cluster plans, odd and
+   long rows, every dtype (bf16 only where `few`). */
+static void check_carry(tn_context *ctx, int sm90, int few) {
+    static const struct { int64_t rows, cols; const char *kind; } shapes[] = {
+        {3, 1, "register"},     {1000, 7, "register"},   {1000, 4097, "register"}, {257, 16384, "register"},
+        {3, 65536, "cluster"},  {64, 131072, "cluster"}, {1000, 65536, "cluster"}, {33, 98304, "cluster"}};
+    const tn_dtype dtypes[] = {TN_DTYPE_BF16, TN_DTYPE_F16, TN_DTYPE_F32};
+    for (int d = 0; d < (few ? 1 : 3); d++)
+        for (int i = 0; i < (int)(sizeof shapes / sizeof shapes[0]); i++) {
+            if (!sm90 && !strcmp(shapes[i].kind, "cluster")) continue;
+            if (few && i % 2) continue;
+            gpu_case c = {TN_BUILTIN_SOFTMAX, dtypes[d], dtypes[d], dtypes[d], 0, shapes[i].rows, shapes[i].cols,
+                          shapes[i].kind, 0, 0, "carry"};
+            run_case(ctx, &c);
+        }
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "";
     int quick = !strcmp(mode, "--quick"), sanitize = !strcmp(mode, "--sanitize"), huge_only = !strcmp(mode, "--huge");
@@ -326,6 +368,7 @@ int main(int argc, char **argv) {
                               shapes[i].kind, 0, 0};
                 run_case(ctx, &c);
             }
+        check_carry(ctx, props.cc_major >= 9, 1);
         if (props.cc_major >= 9) check_pdl_chain(ctx, 8, 4096);
         goto report;
     }
@@ -384,6 +427,7 @@ int main(int argc, char **argv) {
             gpu_case k = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 77, 65536, "cluster", pads[i] * 8, 0};
             run_case(ctx, &k);
         }
+    check_carry(ctx, props.cc_major >= 9, quick || sanitize);
     if (!quick && !sanitize) {
         /* The standard sweep's large shapes, once each in bf16. */
         const int64_t big[][2] = {{65536, 8192}, {32768, 4096}, {16384, 16384}, {4096, 32768}, {512, 65536}, {64, 131072}};
