@@ -12,13 +12,38 @@
 #include "ref/ref.h"
 #include "tmanorm.h"
 
+/* The plan again with `carry` (special-function values kept from the phase that
+   computes them): it compiles, or the plan check refuses it saying why (a kind
+   that does not keep the row in registers, a fusion without carried values). */
+static int carry_compiles(tn_context *ctx, tn_fusion *f, const tn_plan *plan, int64_t rows, int64_t cols, uint64_t s,
+                          int *carried) {
+    size_t n = 0;
+    tn_plan_describe(plan, TN_DESCRIBE_JSON, NULL, 0, &n);
+    char *json = malloc(n + 1);
+    tn_plan_describe(plan, TN_DESCRIBE_JSON, json, n, NULL);
+    char *at = strstr(json, "\"carry\": 0");
+    int ok = at != NULL;
+    if (at) {
+        at[strlen("\"carry\": ")] = '1';
+        tn_plan_options po = {0, json, NULL};
+        tn_plan *again = NULL;
+        const tn_status st = tn_plan_create(ctx, f, rows, cols, &po, &again);
+        ok = st == TN_STATUS_OK || (st == TN_STATUS_INVALID_ARGUMENT && strstr(tn_context_last_error(ctx), "carry"));
+        *carried += st == TN_STATUS_OK;
+        tn_plan_destroy(again);
+    }
+    if (!ok) printf("FAIL seed %llu: carry: %s\n", (unsigned long long)s, at ? tn_context_last_error(ctx) : json);
+    free(json);
+    return ok;
+}
+
 int main(int argc, char **argv) {
     int seeds = argc > 1 ? atoi(argv[1]) : 400;
     uint64_t first = argc > 2 ? strtoull(argv[2], NULL, 10) : 1;
     tn_context_options o = {0, NULL, "h200", 1};
     tn_context *ctx = NULL;
     if (tn_context_create(&o, &ctx) != TN_STATUS_OK) return 2;
-    int valid = 0, rejected = 0, planned = 0, compiled = 0, failures = 0;
+    int valid = 0, rejected = 0, planned = 0, compiled = 0, carried = 0, failures = 0;
     for (uint64_t s = first; s < first + (uint64_t)seeds; s++) {
         tn_fusion *f = NULL;
         int valid_only = (int)(s % 2);
@@ -76,6 +101,7 @@ int main(int argc, char **argv) {
                     printf("FAIL seed %llu: %d spill bytes\n", (unsigned long long)s, res.spill_store_bytes);
                     failures++;
                 }
+                failures += !carry_compiles(ctx, f, plan, rows * 1000, cols * 13, s, &carried);
             } else {
                 printf("FAIL seed %llu: plan: %s\n", (unsigned long long)s, tn_context_last_error(ctx));
                 failures++;
@@ -88,8 +114,8 @@ int main(int argc, char **argv) {
         for (int k = 0; k < no; k++) free(outs[k]);
         tn_fusion_destroy(f);
     }
-    printf("fuzz: %d seeds, %d valid, %d rejected by the verifier, %d planned, %d compiled\n", seeds, valid, rejected,
-           planned, compiled);
+    printf("fuzz: %d seeds, %d valid, %d rejected by the verifier, %d planned, %d compiled (%d again with carry)\n",
+           seeds, valid, rejected, planned, compiled, carried);
     printf("%d passed, %d failed\n", seeds - failures, failures);
     tn_context_destroy(ctx);
     return failures ? 1 : 0;

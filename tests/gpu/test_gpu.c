@@ -37,7 +37,8 @@ typedef struct gpu_case {
 
 /* The plan's JSON with `"field": 0` set to 1 and replayed as a new plan (the
    old one destroyed); TN_STATUS_INVALID_ARGUMENT if the field is not there. */
-static tn_status replay_with(tn_context *ctx, tn_fusion *f, const gpu_case *c, const char *field, tn_plan **plan) {
+static tn_status replay_with(tn_context *ctx, tn_fusion *f, int64_t rows, int64_t cols, const char *field,
+                             tn_plan **plan) {
     size_t n = 0;
     tn_plan_describe(*plan, TN_DESCRIBE_JSON, NULL, 0, &n);
     char *json = malloc(n + 1), key[64];
@@ -50,7 +51,7 @@ static tn_status replay_with(tn_context *ctx, tn_fusion *f, const gpu_case *c, c
     if (at) {
         at[strlen(key) - 1] = '1';
         tn_plan_options po = {0, json, NULL};
-        st = tn_plan_create(ctx, f, c->rows, c->cols, &po, plan);
+        st = tn_plan_create(ctx, f, rows, cols, &po, plan);
     }
     free(json);
     return st;
@@ -68,7 +69,7 @@ static void run_case(tn_context *ctx, const gpu_case *c) {
     tn_status st = tn_fusion_builtin(ctx, c->op, &bo, &f);
     tn_plan_options po = {0, NULL, c->kind};
     if (st == TN_STATUS_OK) st = tn_plan_create(ctx, f, c->rows, c->cols, &po, &plan);
-    if (st == TN_STATUS_OK && c->set) st = replay_with(ctx, f, c, c->set, &plan);
+    if (st == TN_STATUS_OK && c->set) st = replay_with(ctx, f, c->rows, c->cols, c->set, &plan);
     if (st == TN_STATUS_OK) tn_gpu_plan_kind(plan, kind, sizeof kind);
     tn_check_result r;
     memset(&r, 0, sizeof r);
@@ -477,6 +478,13 @@ int main(int argc, char **argv) {
             po.kind = NULL;
             st = tn_plan_create(ctx, f, m, n, &po, &plan);
         }
+        /* Every other scheduled plan with `carry` where the fusion carries values (the plan check refuses it
+           otherwise, and the scheduled plan is rebuilt). */
+        int carry = 0;
+        if (st == TN_STATUS_OK && !po.kind && seed % 8 == 1) {
+            carry = replay_with(ctx, f, m, n, "carry", &plan) == TN_STATUS_OK;
+            if (!carry) st = tn_plan_create(ctx, f, m, n, &po, &plan);
+        }
         if (st == TN_STATUS_OK) st = tn_gpu_check(plan, params, &co, &r);
         double limit = 1e-4;
         for (int o = 0; f && o < tn_fusion_io_count(f, TN_IO_OUTPUT); o++) {
@@ -487,8 +495,9 @@ int main(int argc, char **argv) {
         }
         int ok = st == TN_STATUS_OK && r.unwritten == 0 && r.outside == 0 && r.norm_err <= limit;
         ok ? g_passed++ : g_failed++;
-        printf("%s fuzz seed %llu M=%lld N=%lld norm=%.2e (limit %.1e)%s%s %s\n", ok ? "PASS" : "FAIL",
-               (unsigned long long)seed, (long long)m, (long long)n, r.norm_err, limit, st ? " error: " : "",
+        printf("%s fuzz seed %llu M=%lld N=%lld%s norm=%.2e (limit %.1e)%s%s %s\n", ok ? "PASS" : "FAIL",
+               (unsigned long long)seed, (long long)m, (long long)n, carry ? " +carry" : "", r.norm_err, limit,
+               st ? " error: " : "",
                st ? tn_context_last_error(ctx) : "", ok ? "" : r.detail);
         tn_plan_destroy(plan);
         tn_fusion_destroy(f);
