@@ -366,6 +366,12 @@ static void registers_fetch(gen *g, int k, const char *ind) {
    last step. */
 static void strided_loop(gen *g, int output_phase) {
     const int wide = g->p->cols / g->p->vec + g->p->threads_per_row > 0x7fffffff;
+    if (g->carry) { /* whole rows on chip: the vectors a thread takes are numbered like kept ones (kv<k>[p]) */
+        tn_strbuf_printf(g->sb, "#pragma unroll\n        for (int p = 0; p < P; p++) {\n"
+                                "            const int vi = p * T + tr;\n"
+                                "            if (vi < NV%s) {\n", output_phase ? " && live" : "");
+        return;
+    }
     /* Rows past M in the last row group compute on stale data and store nothing. */
     tn_strbuf_printf(g->sb, "#pragma unroll %d\n        for (%s vi = tr; vi < NV; vi += T) {\n            if (%s) {\n",
                      g->p->batch, wide ? "long long" : "int", output_phase ? "live" : "true");
@@ -647,7 +653,7 @@ static const kind_code k_kinds[TN_PLAN_KIND_COUNT] = {
 
 void tn_codegen(const tn_fusion *f, const tn_analysis *a, const tn_plan_desc *p, tn_strbuf *sb) {
     gen g = {f, a, p, sb, k_kinds[p->kind].storage, k_kinds[p->kind].skeleton, 0, {0}, 0, 0, 0};
-    g.carry = p->carry && g.storage->keeps_row && a->num_carried;
+    g.carry = p->carry && tn_plan_carry_floats(p, 1) && a->num_carried;
     for (int i = 0; i < f->num_nodes; i++) {
         const tn_node *n = &f->nodes[i];
         g.slot_of[i] = a->used[i] && n->kind == TN_OP_REDUCE ? g.nred++ : -1;
@@ -664,6 +670,8 @@ void tn_codegen(const tn_fusion *f, const tn_analysis *a, const tn_plan_desc *p,
                      p->vec, p->threads_per_row, p->rows_per_cta);
     if (g.storage->keeps_row)
         tn_strbuf_printf(sb, "    constexpr int P = %d;  // vectors each thread keeps per row\n", p->batch);
+    else if (g.carry)
+        tn_strbuf_append(sb, "    constexpr int P = (NV + T - 1) / T;  // vectors each thread takes of a row\n");
     /* Accumulator lanes per reduction: independent chains for the latency-bound
        few-warp kinds; two where 1024-thread CTAs leave 64 registers a thread. */
     tn_strbuf_printf(sb, "    constexpr int A = %d;  // accumulators per reduction and thread\n",

@@ -854,13 +854,16 @@ int tn_schedule_candidates(const tn_schedule_request *r, tn_plan_desc *out, int 
     snprintf(base.why, sizeof base.why, "tune candidate");
     int n = 0;
     for (int i = 0; i < NUM_KINDS && n < cap; i++) n += k_kinds[i].candidates(r, &base, out + n, cap - n);
-    /* Plans that keep the row in registers, again with the special-function values a later phase needs carried
-       in registers (untimed until tune on the GPU says: softmax's register plan takes 87 registers with it, 128
-       without, at 4096 x 16384). */
-    for (int i = 0, plain = n; i < plain && n < cap && r->analysis->num_carried; i++)
-        if (out[i].kind == TN_PLAN_REGISTER || out[i].kind == TN_PLAN_CLUSTER) {
+    /* Plans that keep the row on chip, again with the special-function values a later phase needs carried in
+       registers where they fit (untimed until tune on the GPU says: softmax's register plan takes 87 registers
+       with it, 128 without, at 4096 x 16384). */
+    const int carried = r->analysis->num_carried;
+    for (int i = 0, plain = n; i < plain && n < cap && carried; i++) {
+        const int64_t floats = tn_plan_carry_floats(&out[i], carried);
+        if (floats > 0 && floats <= TN_MAX_CARRY_FLOATS) {
             out[n] = out[i];
             out[n++].carry = 1;
         }
+    }
     return n;
 }

@@ -284,10 +284,13 @@ int tn_plan_desc_check(const tn_plan_desc *p, const tn_analysis *a, const tn_dev
     if (p->pdl != 0 && p->pdl != 1) REJECT("plan: pdl %d must be 0 or 1", p->pdl);
     if (p->prefetch != 0 && (p->prefetch != 1 || p->kind != TN_PLAN_CLUSTER))
         REJECT("plan: prefetch %d must be 0, or 1 in a cluster plan", p->prefetch);
-    if (p->carry != 0 && (p->carry != 1 || (p->kind != TN_PLAN_REGISTER && p->kind != TN_PLAN_CLUSTER)))
-        REJECT("plan: carry %d must be 0, or 1 in a register or cluster plan", p->carry);
+    if (p->carry != 0 && (p->carry != 1 || !tn_plan_carry_floats(p, 1)))
+        REJECT("plan: carry %d must be 0, or 1 in a register, cluster or tma plan", p->carry);
     if (p->carry && !a->num_carried)
         REJECT("plan: carry 1, but no special-function value of the fusion is needed in more than one phase");
+    if (p->carry && tn_plan_carry_floats(p, a->num_carried) > TN_MAX_CARRY_FLOATS)
+        REJECT("plan: carry keeps %lld values a thread, more than %d registers can hold",
+               (long long)tn_plan_carry_floats(p, a->num_carried), TN_MAX_CARRY_FLOATS);
     if (p->pdl && p->cc < 90) REJECT("plan: pdl needs sm_90 or newer; the plan is for sm_%d", p->cc);
     if (p->vec > 1 && p->vec * a->min_row_elem_size > 16)
         REJECT("plan: vec %d is wider than one 16-byte access of the narrowest tensor", p->vec);
@@ -297,6 +300,18 @@ int tn_plan_desc_check(const tn_plan_desc *p, const tn_analysis *a, const tn_dev
     if (p->align_bytes > align)
         REJECT("plan: needs %d-byte aligned tensors, they are aligned to %d", p->align_bytes, align);
     return tn_kind_check(p, a, props, err, err_cap);
+}
+
+int64_t tn_plan_carry_floats(const tn_plan_desc *p, int num_carried) {
+    switch (p->kind) {
+    case TN_PLAN_REGISTER:
+    case TN_PLAN_CLUSTER: return (int64_t)p->batch * p->vec * num_carried;
+    case TN_PLAN_TMA: {
+        const int64_t nv = p->cols / p->vec, t = p->threads_per_row > 0 ? p->threads_per_row : 1;
+        return (nv + t - 1) / t * p->vec * num_carried;
+    }
+    default: return 0;
+    }
 }
 
 int tn_plan_producer_threads(const tn_plan_desc *p) {

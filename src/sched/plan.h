@@ -43,8 +43,9 @@ typedef struct tn_plan_desc {
                             under that share); 0: ptxas chooses */
     int prefetch;        /* cluster: 1 = each CTA has its slice of its next row copied into L2 while it
                             works on this one (cp.async.bulk.prefetch.L2) */
-    int carry;           /* register, cluster: 1 = special-function values a later phase needs again (softmax's
-                            exp) are kept in f32 registers from the phase that computes them, not recomputed */
+    int carry;           /* register, cluster, tma: 1 = special-function values a later phase needs again
+                            (softmax's exp) are kept in f32 registers from the phase that computes them, not
+                            recomputed */
     int pdl;             /* 1: programmatic dependent launch (sm_90+) */
     char why[1024];      /* the scheduler's reasons, one clause per decision */
 } tn_plan_desc;
@@ -78,6 +79,11 @@ int tn_plan_desc_check(const tn_plan_desc *p, const tn_analysis *a, const tn_dev
 /* Threads of a tma-ws CTA that only issue copies: a warp, or a warp group
    when there are several consumer groups (register sharing works per warp group). */
 int tn_plan_producer_threads(const tn_plan_desc *p);
+/* Values a thread of a plan with `carry` keeps per row: each carried value of
+   each vector it takes of its row (or slice); 0 for kinds that cannot carry
+   (the streamed and looped rows). At most TN_MAX_CARRY_FLOATS. */
+int64_t tn_plan_carry_floats(const tn_plan_desc *p, int num_carried);
+#define TN_MAX_CARRY_FLOATS 128
 /* Alignment (bytes, at most 16) the plan's widest access of an element of size
    bytes needs. */
 int tn_plan_access_align(const tn_plan_desc *p, int size);
