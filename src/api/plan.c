@@ -83,17 +83,26 @@ static tn_status build_variant(tn_plan *plan, tn_variant *var, const tn_plan_des
     int compiled = 0;
     tn_status st = compile_desc(plan, desc, &source, &k, &compiled);
     if (st != TN_STATUS_OK) return st;
-    /* The CTAs-an-SM bound comes from the scheduler's estimate of the registers
-       a thread needs; where ptxas spilled under it, the compiler's report wins:
-       compile again without the bound (fewer CTAs an SM, no local memory). */
-    if (desc->ctas_per_sm && (k->res.spill_store_bytes || k->res.spill_load_bytes)) {
-        const int spilled = k->res.spill_store_bytes;
+    /* Where ptxas spilled, its report wins over the scheduler's register
+       estimate (a bound the scheduler set) and over ptxas's own aim at more
+       CTAs an SM under a bare thread bound (a random three-input fusion: 64
+       registers and spills aiming at four CTAs of 256 threads, 72 and none at
+       one): compile again for as many CTAs an SM as leave it the registers it
+       used plus 8, fewer each time, down to one. */
+    for (int tries = 0; tries < 3 && (k->res.spill_store_bytes || k->res.spill_load_bytes); tries++) {
+        const int now = desc->ctas_per_sm ? desc->ctas_per_sm
+                        : desc->kind == TN_PLAN_TMA_WS || desc->kind == TN_PLAN_CLUSTER ? 1 : 0;
+        if (now == 1) break;
+        int next = (int)(ctx->props.regs_per_sm / ((int64_t)(k->res.registers + 8) * desc->block_threads));
+        if (now && next >= now) next = now - 1;
+        if (next < 1) next = 1;
+        const int spilled = k->res.spill_store_bytes, regs = k->res.registers;
         tn_cache_release(ctx, k);
         tn_free(&ctx->base.alloc, source);
-        desc->ctas_per_sm = 0;
+        desc->ctas_per_sm = next;
         const size_t len = strlen(desc->why);
-        snprintf(desc->why + len, sizeof desc->why - len, "%sno CTAs-an-SM bound: ptxas spilled %d bytes under it",
-                 len ? "; " : "", spilled);
+        snprintf(desc->why + len, sizeof desc->why - len, "%scompiled for %d CTAs an SM: ptxas spilled %d bytes at %d "
+                 "registers", len ? "; " : "", next, spilled, regs);
         st = compile_desc(plan, desc, &source, &k, &compiled);
         if (st != TN_STATUS_OK) return st;
     }
