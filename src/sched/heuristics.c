@@ -860,7 +860,7 @@ int tn_schedule_candidates(const tn_schedule_request *r, tn_plan_desc *out, int 
     const int carried = r->analysis->num_carried;
     for (int i = 0, plain = n; i < plain && n < cap && carried; i++) {
         const int64_t floats = tn_plan_carry_floats(&out[i], carried);
-        if (floats > 0 && floats <= TN_MAX_CARRY_FLOATS) {
+        if (floats > 0 && floats <= tn_plan_carry_limit(&out[i], r->props)) {
             out[n] = out[i];
             out[n++].carry = 1;
         }

@@ -288,9 +288,10 @@ int tn_plan_desc_check(const tn_plan_desc *p, const tn_analysis *a, const tn_dev
         REJECT("plan: carry %d must be 0, or 1 in a register, cluster or tma plan", p->carry);
     if (p->carry && !a->num_carried)
         REJECT("plan: carry 1, but no special-function value of the fusion is needed in more than one phase");
-    if (p->carry && tn_plan_carry_floats(p, a->num_carried) > TN_MAX_CARRY_FLOATS)
-        REJECT("plan: carry keeps %lld values a thread, more than %d registers can hold",
-               (long long)tn_plan_carry_floats(p, a->num_carried), TN_MAX_CARRY_FLOATS);
+    if (p->carry && tn_plan_carry_floats(p, a->num_carried) > tn_plan_carry_limit(p, props))
+        REJECT("plan: carry keeps %lld values a thread, more than the %lld its registers hold beside the row "
+               "(%d threads a CTA)", (long long)tn_plan_carry_floats(p, a->num_carried),
+               (long long)tn_plan_carry_limit(p, props), p->block_threads);
     if (p->pdl && p->cc < 90) REJECT("plan: pdl needs sm_90 or newer; the plan is for sm_%d", p->cc);
     if (p->vec > 1 && p->vec * a->min_row_elem_size > 16)
         REJECT("plan: vec %d is wider than one 16-byte access of the narrowest tensor", p->vec);
@@ -312,6 +313,12 @@ int64_t tn_plan_carry_floats(const tn_plan_desc *p, int num_carried) {
     }
     default: return 0;
     }
+}
+
+int64_t tn_plan_carry_limit(const tn_plan_desc *p, const tn_device_props *props) {
+    int64_t cap = p->block_threads > 0 ? props->regs_per_sm / p->block_threads : 0;
+    cap = (cap > 255 ? 255 : cap) - 64;
+    return cap < 0 ? 0 : cap < TN_MAX_CARRY_FLOATS ? cap : TN_MAX_CARRY_FLOATS;
 }
 
 int tn_plan_producer_threads(const tn_plan_desc *p) {

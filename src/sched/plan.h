@@ -81,8 +81,12 @@ int tn_plan_desc_check(const tn_plan_desc *p, const tn_analysis *a, const tn_dev
 int tn_plan_producer_threads(const tn_plan_desc *p);
 /* Values a thread of a plan with `carry` keeps per row: each carried value of
    each vector it takes of its row (or slice); 0 for kinds that cannot carry
-   (the streamed and looped rows). At most TN_MAX_CARRY_FLOATS. */
+   (the streamed and looped rows). */
 int64_t tn_plan_carry_floats(const tn_plan_desc *p, int num_carried);
+/* The most a thread may carry: TN_MAX_CARRY_FLOATS, and 64 registers under what
+   a thread of the plan's block gets at one CTA an SM (a tma plan of 1024
+   threads carrying 64 values spilled at its 64 registers). */
+int64_t tn_plan_carry_limit(const tn_plan_desc *p, const tn_device_props *props);
 #define TN_MAX_CARRY_FLOATS 128
 /* Alignment (bytes, at most 16) the plan's widest access of an element of size
    bytes needs. */

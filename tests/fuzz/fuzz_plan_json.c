@@ -250,7 +250,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                "checked plan: prefetch in a %s plan aligned to %d", tn_plan_kind_name(p.kind), p.align_bytes);
     FUZZ_CHECK(!p.carry || ((p.kind == TN_PLAN_REGISTER || p.kind == TN_PLAN_CLUSTER || p.kind == TN_PLAN_TMA) &&
                             fu->an->num_carried &&
-                            tn_plan_carry_floats(&p, fu->an->num_carried) <= TN_MAX_CARRY_FLOATS),
+                            tn_plan_carry_floats(&p, fu->an->num_carried) <= tn_plan_carry_limit(&p, &props)),
                "checked plan: carry in a %s plan of a fusion with %d carried values", tn_plan_kind_name(p.kind),
                fu->an->num_carried);
     /* What the scheduler refuses, a replay must not get past the check either. */

@@ -29,10 +29,19 @@ static int carry_compiles(tn_context *ctx, tn_fusion *f, const tn_plan *plan, in
         tn_plan *again = NULL;
         const tn_status st = tn_plan_create(ctx, f, rows, cols, &po, &again);
         ok = st == TN_STATUS_OK || (st == TN_STATUS_INVALID_ARGUMENT && strstr(tn_context_last_error(ctx), "carry"));
+        if (!ok) printf("FAIL seed %llu: carry: %s\n", (unsigned long long)s, tn_context_last_error(ctx));
         *carried += st == TN_STATUS_OK;
+        if (st == TN_STATUS_OK) { /* and, like every scheduled plan, without local memory */
+            tn_resources res;
+            tn_plan_resources(again, &res);
+            if (res.spill_store_bytes || res.stack_bytes) {
+                printf("FAIL seed %llu: carry: %d spill bytes\n", (unsigned long long)s, res.spill_store_bytes);
+                ok = 0;
+            }
+        }
         tn_plan_destroy(again);
     }
-    if (!ok) printf("FAIL seed %llu: carry: %s\n", (unsigned long long)s, at ? tn_context_last_error(ctx) : json);
+    if (!ok && !at) printf("FAIL seed %llu: carry: no carry field in %s\n", (unsigned long long)s, json);
     free(json);
     return ok;
 }
