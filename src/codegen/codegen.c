@@ -85,6 +85,7 @@ struct gen {
     int slot_of[TN_MAX_NODES]; /* reduction node -> its shared-memory slot */
     int first_phase, last_phase; /* the phase being emitted is the first / last to read the row */
     int carry;                 /* carried values are kept in kv<k>[P][V] (the plan's carry, a storage that keeps the row) */
+    int released;              /* the ring's stage was handed back before the row group's end */
 };
 
 static int is_elementwise(tn_shape_class s) { return s == TN_SHAPE_ROW || s == TN_SHAPE_COL; }
@@ -516,10 +517,13 @@ static void ring_open(gen *g) {
                      "        const long long row = g * R + rr;\n"
                      "        const bool live = row < M;\n        (void)live;\n");
 }
+static void ring_refill(gen *g) {
+    tn_strbuf_append(g->sb, "        tn_ring_refill<R, S, NIN>(tn_src, tn_smem + slot * STAGE_BYTES, &tn_full[slot], g, M);\n");
+    g->released = 1;
+}
 static void ring_close(gen *g) {
-    (void)g;
-    tn_strbuf_append(g->sb, "        tn_ring_refill<R, S, NIN>(tn_src, tn_smem + slot * STAGE_BYTES, &tn_full[slot], g, M);\n"
-                            "    }\n");
+    if (!g->released) ring_refill(g);
+    tn_strbuf_append(g->sb, "    }\n");
 }
 
 /* warp-specialized ring: the producer (a warp, or a warp group that gives its
@@ -651,8 +655,17 @@ static const kind_code k_kinds[TN_PLAN_KIND_COUNT] = {
     [TN_PLAN_CLUSTER] = {&k_register_slice, &k_cluster},
 };
 
+/* Whether a phase after `phase` reads a ROW input (with carried values taken as computed). */
+static int reads_row_after(const gen *g, int phase) {
+    for (int q = phase + 1; q <= g->a->num_levels; q++)
+        for (int i = 0; i < g->f->num_nodes; i++)
+            if ((g->carry ? g->a->phase_need_carry : g->a->phase_need)[q][i] && is_row_input(&g->f->nodes[i]))
+                return 1;
+    return 0;
+}
+
 void tn_codegen(const tn_fusion *f, const tn_analysis *a, const tn_plan_desc *p, tn_strbuf *sb) {
-    gen g = {f, a, p, sb, k_kinds[p->kind].storage, k_kinds[p->kind].skeleton, 0, {0}, 0, 0, 0};
+    gen g = {f, a, p, sb, k_kinds[p->kind].storage, k_kinds[p->kind].skeleton, 0, {0}, 0, 0, 0, 0};
     g.carry = p->carry && tn_plan_carry_floats(p, 1) && a->num_carried;
     for (int i = 0; i < f->num_nodes; i++) {
         const tn_node *n = &f->nodes[i];
@@ -697,6 +710,12 @@ void tn_codegen(const tn_fusion *f, const tn_analysis *a, const tn_plan_desc *p,
     for (int level = 1; level <= a->num_levels; level++) {
         emit_phase(&g, level);
         emit_row_values(&g, level);
+        /* With carried values the later phases may not read the row again: hand the ring's stage back now, so
+           the next row group's copy overlaps the rest of this one (softmax's output phase). */
+        if (g.skeleton == &k_ring && g.carry && !g.released && !reads_row_after(&g, level - 1)) {
+            tn_strbuf_append(sb, "        // the rest of the row group reads no shared memory: refill the stage now\n");
+            ring_refill(&g);
+        }
     }
     if (a->num_row_outputs) emit_phase(&g, -1);
     for (int r = 0; r < a->num_rowscalar_outputs; r++) {

@@ -91,8 +91,8 @@ static void compile_prefetch(tn_context *ctx, tn_builtin op, int64_t m, int64_t 
     tn_fusion_destroy(f);
 }
 
-/* A softmax plan of `kind` with carry (tune's candidate beside every register
-   and cluster plan of a fusion that has carried values): replayed from its
+/* A softmax plan of `kind` with carry (tune's candidate beside every register,
+   cluster and tma plan of a fusion that has carried values): replayed from its
    JSON, compiled without spills, exp computed once per element (in the phase
    that sums it, kept in kv for the output phase); refused for other kinds. */
 static void compile_carry(tn_context *ctx, tn_dtype dt, int64_t m, int64_t n, const char *kind, int *count) {
@@ -118,6 +118,10 @@ static void compile_carry(tn_context *ctx, tn_dtype dt, int64_t m, int64_t n, co
             CHECK(r.spill_store_bytes == 0 && r.stack_bytes == 0 && exps == 1 && strstr(src, "= kv"),
                   "carry %s %lldx%lld: %d spill bytes, %d exp calls", kind, (long long)m, (long long)n,
                   r.spill_store_bytes, exps);
+            /* tma: the output phase reads no shared memory, so the stage is refilled before it. */
+            const char *refill = strstr(src, "refill the stage now"), *store = strstr(src, "tn_vstore(out0");
+            CHECK(strcmp(kind, "tma") || (refill && store && refill < store), "carry tma %lldx%lld: stage not handed "
+                  "back before the output phase", (long long)m, (long long)n);
             free(src);
             tn_plan_destroy(plan);
             (*count)++;
