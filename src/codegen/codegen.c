@@ -276,9 +276,9 @@ static void emit_signature(gen *g) {
     tn_abi_of(g->f, &abi);
     /* A persistent warp-specialized CTA runs alone on its SM; told so, ptxas
        stops aiming at several CTAs per SM (it spilled at 32-40 registers). A
-       cluster CTA likewise: ptxas spilled around the exchange's wait at 40
-       registers, aiming at three 512-thread CTAs an SM; the scheduler already
-       sized the slice for the registers it needs. */
+       cluster CTA likewise (ptxas spilled around the exchange's wait at 40
+       registers, aiming at three 512-thread CTAs an SM), unless the scheduler
+       sized the plan for several CTAs an SM (ctas_per_sm). */
     const int ctas = g->p->kind == TN_PLAN_TMA_WS || (g->p->kind == TN_PLAN_CLUSTER && !g->p->ctas_per_sm) ? 1 : g->p->ctas_per_sm;
     if (ctas)
         tn_strbuf_printf(g->sb, "extern \"C\" __global__ void __launch_bounds__(%d, %d) " TN_KERNEL_NAME "(",
