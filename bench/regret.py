@@ -24,6 +24,7 @@ import re
 import statistics
 import subprocess
 import sys
+import time
 
 OPS = ("rmsnorm", "layernorm", "softmax", "add_rmsnorm")
 SWEEP_M = (1, 8, 64, 512, 4096, 16384, 65536)
@@ -136,21 +137,36 @@ def main():
     ap.add_argument("--shapes", default="", help="OP:MxN,... (overrides --sweep)")
     ap.add_argument("--ops", default=",".join(OPS))
     ap.add_argument("--dtype", default="bf16")
-    ap.add_argument("--parse", default="", help="a tune log to turn into the table (no GPU needed)")
+    ap.add_argument("--part", default="", help="K/P: every P-th shape starting at K (split a sweep over calls)")
+    ap.add_argument("--budget", type=float, default=0,
+                    help="seconds: start no tune after this long (what was tuned is still written)")
+    ap.add_argument("--parse", nargs="+", default=[], metavar="LOG",
+                    help="tune logs to turn into one table (no GPU needed; several merge the parts of a sweep)")
     ap.add_argument("--rescore", default="", metavar="TMANORM",
                     help="with --parse: score the scheduler this tmanorm picks now against the log's times")
     ap.add_argument("--out", default=".")
     args = ap.parse_args()
     if args.parse:
-        with open(args.parse) as f:
-            text = f.read()
+        text = ""
+        for path in args.parse:
+            with open(path) as f:
+                text += f.read() + "\n"
         rows = rescore(text, args.rescore, args.dtype) if args.rescore else parse(text)
     else:
         rows = []
         todo = shapes_of(args)
+        if args.part:
+            k, p = (int(x) for x in args.part.split("/"))
+            if not 1 <= k <= p:
+                ap.error(f"--part {args.part}: K must be 1 to P")
+            todo = todo[k - 1::p]
         os.makedirs(args.out, exist_ok=True)
+        start = time.monotonic()
         with open(os.path.join(args.out, "regret_tune.log"), "w") as log:
             for i, (op, m, n) in enumerate(todo):
+                if args.budget and time.monotonic() - start > args.budget:
+                    print(f"budget of {args.budget:.0f} s spent: {len(todo) - i} shapes not tuned", flush=True)
+                    break
                 p = subprocess.run([args.tmanorm, "tune", "--op", op, "--rows", str(m), "--cols", str(n), "--dtype",
                                     args.dtype], capture_output=True, text=True)
                 log.write(p.stdout + p.stderr)
