@@ -90,8 +90,7 @@ static tn_status build_variant(tn_plan *plan, tn_variant *var, const tn_plan_des
        one): compile again for as many CTAs an SM as leave it the registers it
        used plus 8, fewer each time, down to one. */
     for (int tries = 0; tries < 3 && (k->res.spill_store_bytes || k->res.spill_load_bytes); tries++) {
-        const int now = desc->ctas_per_sm ? desc->ctas_per_sm
-                        : desc->kind == TN_PLAN_TMA_WS || desc->kind == TN_PLAN_CLUSTER ? 1 : 0;
+        const int now = tn_plan_bound_ctas(desc);
         if (now == 1) break;
         int next = (int)(ctx->props.regs_per_sm / ((int64_t)(k->res.registers + 8) * desc->block_threads));
         if (now && next >= now) next = now - 1;

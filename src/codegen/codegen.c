@@ -164,6 +164,11 @@ static void col_load(gen *g, int k, const char *ind) {
                      k_dtype_code[g->f->nodes[k].dtype].storage, k, ind, k, g->f->nodes[k].io_index);
 }
 
+/* The values phase `phase` computes per element (carried ones taken as computed). */
+static const unsigned char *phase_need(const gen *g, int phase) {
+    return (g->carry ? g->a->phase_need_carry : g->a->phase_need)[phase];
+}
+
 /* Value k in phase `phase`: computed (and, in the phase that first computes a
    carried value, kept for the later ones), or taken from where it was kept. */
 static void emit_phase_value(gen *g, const char *ind, int k, int phase) {
@@ -226,7 +231,7 @@ static void emit_phase(gen *g, int level) {
     const tn_fusion *f = g->f;
     const tn_analysis *a = g->a;
     const int out_phase = level < 0, phase = out_phase ? a->num_levels : level - 1;
-    const unsigned char *need = (g->carry ? a->phase_need_carry : a->phase_need)[phase];
+    const unsigned char *need = phase_need(g, phase);
     for (int i = 0; i < f->num_nodes; i++) {
         const tn_node *n = &f->nodes[i];
         if (!a->used[i] || n->kind != TN_OP_REDUCE || a->level[i] != level) continue;
@@ -279,7 +284,7 @@ static void emit_signature(gen *g) {
        cluster CTA likewise (ptxas spilled around the exchange's wait at 40
        registers, aiming at three 512-thread CTAs an SM), unless the scheduler
        sized the plan for several CTAs an SM (ctas_per_sm). */
-    const int ctas = g->p->kind == TN_PLAN_TMA_WS || (g->p->kind == TN_PLAN_CLUSTER && !g->p->ctas_per_sm) ? 1 : g->p->ctas_per_sm;
+    const int ctas = tn_plan_bound_ctas(g->p);
     if (ctas)
         tn_strbuf_printf(g->sb, "extern \"C\" __global__ void __launch_bounds__(%d, %d) " TN_KERNEL_NAME "(",
                          g->p->block_threads, ctas);
@@ -368,9 +373,7 @@ static void registers_fetch(gen *g, int k, const char *ind) {
 static void strided_loop(gen *g, int output_phase) {
     const int wide = g->p->cols / g->p->vec + g->p->threads_per_row > 0x7fffffff;
     if (g->carry) { /* whole rows on chip: the vectors a thread takes are numbered like kept ones (kv<k>[p]) */
-        tn_strbuf_printf(g->sb, "#pragma unroll\n        for (int p = 0; p < P; p++) {\n"
-                                "            const int vi = p * T + tr;\n"
-                                "            if (vi < NV%s) {\n", output_phase ? " && live" : "");
+        register_loop(g, output_phase, &k_whole_row);
         return;
     }
     /* Rows past M in the last row group compute on stale data and store nothing. */
@@ -659,7 +662,7 @@ static const kind_code k_kinds[TN_PLAN_KIND_COUNT] = {
 static int reads_row_after(const gen *g, int phase) {
     for (int q = phase + 1; q <= g->a->num_levels; q++)
         for (int i = 0; i < g->f->num_nodes; i++)
-            if ((g->carry ? g->a->phase_need_carry : g->a->phase_need)[q][i] && is_row_input(&g->f->nodes[i]))
+            if (phase_need(g, q)[i] && is_row_input(&g->f->nodes[i]))
                 return 1;
     return 0;
 }

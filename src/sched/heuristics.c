@@ -591,6 +591,11 @@ static int slice_regs(const tn_schedule_request *r, int vec, int batch) {
     return row_regs(r, vec, batch) + TN_CLUSTER_EXCHANGE_REGS;
 }
 
+/* CTAs of the plan's shape an SM holds by the slice's registers and its threads. */
+static int64_t slice_ctas_an_sm(const tn_schedule_request *r, const tn_plan_desc *p) {
+    return ctas_an_sm(r->props, slice_regs(r, p->vec, p->batch), p->block_threads);
+}
+
 /* A persistent grid for a cluster plan: as many clusters as the SMs hold at
    once by registers and threads (on a GPU, the plan takes the driver's count
    instead, which knows how clusters pack into GPCs), at most one a row; each
@@ -599,7 +604,7 @@ static int slice_regs(const tn_schedule_request *r, int vec, int batch) {
    cluster a row; 4096 x 131072 624 against 752). */
 static int64_t cluster_grid(const tn_schedule_request *r, const tn_plan_desc *p) {
     const tn_device_props *d = r->props;
-    int64_t per_sm = p->ctas_per_sm ? p->ctas_per_sm : ctas_an_sm(d, slice_regs(r, p->vec, p->batch), p->block_threads);
+    int64_t per_sm = p->ctas_per_sm ? p->ctas_per_sm : slice_ctas_an_sm(r, p);
     per_sm = per_sm < 1 ? 1 : per_sm;
     int64_t clusters = per_sm * d->sm_count / p->cluster;
     clusters = clusters < 1 ? 1 : clusters;
@@ -620,7 +625,7 @@ static int64_t cluster_grid(const tn_schedule_request *r, const tn_plan_desc *p)
    output phase (layernorm's weight and bias: 8 bytes spilled at 168). */
 static int cluster_ctas_per_sm(const tn_schedule_request *r, const tn_plan_desc *p) {
     if (r->analysis->special_evals < 2) return 0;
-    const int64_t per_sm = ctas_an_sm(r->props, slice_regs(r, p->vec, p->batch), p->block_threads);
+    const int64_t per_sm = slice_ctas_an_sm(r, p);
     if (per_sm < 2) return 0;
     const int cap = regs_cap(r->props, (int)per_sm * p->block_threads);
     const int col_words = (int)ceil_div((int64_t)p->vec * r->analysis->col_elem_bytes, 4);
@@ -654,7 +659,7 @@ static int cluster_fit(const tn_schedule_request *r, tn_plan_desc *p, int cl, in
     for (int t = 128; t <= 1024; t *= 2) {
         tn_plan_desc q = *p;
         if (ceil_div(nvl, t) <= batch && cluster_shape(r, &q, cl, t) &&
-            ctas_an_sm(r->props, slice_regs(r, q.vec, q.batch), t) >= per_sm) {
+            slice_ctas_an_sm(r, &q) >= per_sm) {
             *p = q;
             return 1;
         }
@@ -762,7 +767,7 @@ static int candidates_cluster(const tn_schedule_request *r, const tn_plan_desc *
             q.prefetch = 1;
             if (n < cap && cluster_prefetch_ok(&q, r->analysis)) out[n++] = q;
             q = p;
-            const int64_t per_sm = ctas_an_sm(r->props, slice_regs(r, p.vec, p.batch), p.block_threads);
+            const int64_t per_sm = slice_ctas_an_sm(r, &p);
             q.ctas_per_sm = p.ctas_per_sm ? 0 : (per_sm >= 2 ? (int)per_sm : 0);
             if (n < cap && q.ctas_per_sm != p.ctas_per_sm) out[n++] = q;
         }

@@ -303,6 +303,11 @@ int tn_plan_desc_check(const tn_plan_desc *p, const tn_analysis *a, const tn_dev
     return tn_kind_check(p, a, props, err, err_cap);
 }
 
+int tn_plan_bound_ctas(const tn_plan_desc *p) {
+    if (p->kind == TN_PLAN_TMA_WS || (p->kind == TN_PLAN_CLUSTER && !p->ctas_per_sm)) return 1;
+    return p->ctas_per_sm;
+}
+
 int64_t tn_plan_carry_floats(const tn_plan_desc *p, int num_carried) {
     switch (p->kind) {
     case TN_PLAN_REGISTER:

@@ -79,6 +79,10 @@ int tn_plan_desc_check(const tn_plan_desc *p, const tn_analysis *a, const tn_dev
 /* Threads of a tma-ws CTA that only issue copies: a warp, or a warp group
    when there are several consumer groups (register sharing works per warp group). */
 int tn_plan_producer_threads(const tn_plan_desc *p);
+/* CTAs an SM the plan's kernel is compiled for (its launch bounds' minimum
+   blocks): a tma-ws CTA and, unless sized for more, a cluster CTA run alone on
+   their SM; otherwise ctas_per_sm. 0: no bound, ptxas chooses. */
+int tn_plan_bound_ctas(const tn_plan_desc *p);
 /* Values a thread of a plan with `carry` keeps per row: each carried value of
    each vector it takes of its row (or slice); 0 for kinds that cannot carry
    (the streamed and looped rows). */
