@@ -80,6 +80,27 @@ static int one_wave_ctas(const tn_schedule_request *r, const tn_plan_desc *p, in
     return (int)ctas;
 }
 
+/* Keeps the special-function values a later phase needs again in registers
+   (plan field carry) where they fit: one evaluation an element instead of one
+   a phase. tune on the H200, bf16 softmax, the same shapes with and without:
+   register plans 3-5% faster (4096 x 32768 164.9 us against 171.3), cluster
+   plans 4-6% (4096 x 131072 572.7 against 610.5; 4096 x 65536 283.0 against
+   297.8). Not for tma plans, whose threads read their row back from shared
+   memory at little cost: 2-5% slower at 4096 rows (141.0 against 147.6). */
+static int carry_fits(const tn_schedule_request *r, const tn_plan_desc *p) {
+    return r->analysis->num_carried &&
+           tn_plan_carry_floats(p, r->analysis->num_carried) <= tn_plan_carry_limit(p, r->props);
+}
+
+static void choose_carry(const tn_schedule_request *r, tn_plan_desc *p) {
+    if (!carry_fits(r, p)) return;
+    const int64_t floats = tn_plan_carry_floats(p, r->analysis->num_carried);
+    p->carry = 1;
+    why(p, "carry: %d special-function value%s an element kept in registers for the phase that takes %s again "
+        "(%lld a thread)", r->analysis->num_carried, r->analysis->num_carried > 1 ? "s" : "",
+        r->analysis->num_carried > 1 ? "them" : "it", (long long)floats);
+}
+
 /* Fills the register-plan fields for t threads per row; 0 if the row's
    registers do not fit under the cap of the resulting block. */
 static int register_shape(const tn_schedule_request *r, tn_plan_desc *p, int t, int rows_per_cta) {
@@ -144,6 +165,7 @@ static int schedule_register(const tn_schedule_request *r, tn_plan_desc *p, int 
             why(p, "%d threads per row x %d vectors each hold the row in registers (%d words/thread)%s",
                 p->threads_per_row, p->batch, p->batch * words, widened ? ", widened for few rows" : "");
             why(p, "%d rows per CTA -> %d threads", p->rows_per_cta, p->block_threads);
+            choose_carry(r, p);
             return 1;
         }
     }
@@ -484,6 +506,8 @@ static int ws_any_shape(const tn_schedule_request *r, tn_plan_desc *p, int t, ch
            (long long)(128 / t * r->cols * r->analysis->buffer_elem_bytes), r->props->smem_per_block_optin);
 }
 
+static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int forced, char *err, size_t cap);
+
 /* The scheduler's own tma-ws shape, where tune on the H200 shows tma-ws ahead
    (bf16, exp on ex2.approx, 2026-12-03): rows of 64 KiB and more of fusions
    that evaluate special functions per element in two or more phases, too long
@@ -493,7 +517,10 @@ static int ws_any_shape(const tn_schedule_request *r, tn_plan_desc *p, int t, ch
    tma 49.8). Where two rows fit, the tma plan double-buffers whole rows with
    every thread computing (softmax 4096 x 32768: tma 140.8, tma-ws 149.2).
    Elsewhere it lost: layernorm 4096 x 32768 (159 against tma 149), rmsnorm
-   32768 x 4096 (138 against register 129). */
+   32768 x 4096 (138 against register 129). Where the fusion's special-function
+   values can be carried, the cluster plan holding row and values in registers
+   beats it (softmax 4096 x 65536: cluster 283 us, tma-ws 305; 512 x 65536:
+   41.8 against 49.3): tma-ws keeps the heavy fusions that cannot carry. */
 static int ws_chosen_shape(const tn_schedule_request *r, tn_plan_desc *p, int t, char *err, size_t cap) {
     const tn_analysis *a = r->analysis;
     const tn_device_props *d = r->props;
@@ -510,6 +537,11 @@ static int ws_chosen_shape(const tn_schedule_request *r, tn_plan_desc *p, int t,
     if (ceil_div(r->rows, 128 / t) < (int64_t)TN_WS_MIN_GROUPS_PER_SM * d->sm_count)
         REJECT("%lld rows are under %d per SM: too few to keep consumer groups busy", (long long)r->rows,
                TN_WS_MIN_GROUPS_PER_SM);
+    tn_plan_desc split = *p;
+    char split_err[320];
+    if (schedule_cluster(r, &split, 0, split_err, sizeof split_err))
+        REJECT("the cluster plan holds the row over %d CTAs with its special-function values carried in registers",
+               split.cluster);
     return ws_any_shape(r, p, t, err, cap);
 }
 
@@ -676,10 +708,15 @@ static int cluster_prefetch_ok(const tn_plan_desc *p, const tn_analysis *a) {
 /* The cluster plan's region, from tune on the H200 (bf16, 2026-12-03, the
    exchange through st.async onto mbarriers):
    - rows one CTA's registers cannot hold, of fusions without special functions
-     in two or more phases (those stay with the tma plans while a row fits an
-     SM's shared memory: softmax 4096 x 65536 tma-ws 304 us, cluster 343):
-     rmsnorm 4096 x 65536 280 us over 2 CTAs of 256 threads x 16 vectors
-     (tma 301), layernorm 310 (tma 352), add_rmsnorm 546 over 2 of 512 x 8;
+     in two or more phases: rmsnorm 4096 x 65536 280 us over 2 CTAs of 256
+     threads x 16 vectors (tma 301), layernorm 310 (tma 352), add_rmsnorm 546
+     over 2 of 512 x 8;
+   - the same rows of fusions with them where the values a later phase needs
+     again are carried in registers and two rows do not fit in shared memory
+     (softmax 4096 x 65536: 283 us over 4 CTAs of 128 x 16 carrying exp,
+     tma-ws 305; without carry the cluster took 343 and the tma plans keep
+     such rows, as they keep rows two of which fit: 4096 x 32768 tma 141.0,
+     cluster 139.4, within noise);
    - few rows (under half the SMs; a quarter where one CTA's registers hold the
      row) of 64 KiB or more, widened while the clusters fit one wave and slices
      stay 8 KiB (softmax 1 x 65536 3.64 us against 11.3 for one tma CTA).
@@ -700,20 +737,34 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
        rmsnorm 64 x 32768 took 4.45 us in the register plan, 5.95 over clusters of 8). */
     const int few = r->rows * (one_cta ? 4 : 2) <= d->sm_count && row_bytes >= TN_CLUSTER_FEW_ROW_BYTES;
     const int fits_sm = row_bytes + 1024 <= d->smem_per_block_optin;
+    const int heavy = a->special_evals >= 2; /* special functions in two or more phases */
+    const int must_carry = !forced && !few && fits_sm && heavy;
     if (!forced && !few) {
         if (one_cta)
             REJECT("the register plan holds the row (%lld bytes) in one CTA and %lld rows keep the SMs busy",
                    (long long)row_bytes, (long long)r->rows);
-        if (fits_sm && a->special_evals >= 2)
+        if (must_carry && (2 * (row_bytes + 16) + 1024 <= d->smem_per_block_optin || !a->num_carried))
             REJECT("a row fits one SM's shared memory and the fusion evaluates special functions in %d phases: the "
-                   "tma plans stream it", a->special_evals);
+                   "tma plans stream it%s", a->special_evals,
+                   a->num_carried ? ", two rows at once" : " (no value to carry in registers)");
     }
     const int inputs = a->num_stage_inputs > 1 ? a->num_stage_inputs : 1;
-    const int most = few ? TN_CLUSTER_FEW_BATCH : TN_REG_BATCH_LONGER;
+    /* Few rows take more vectors a thread, unless that leaves no room to carry (softmax 33 x 98304 over 8 CTAs of
+       128 x 12 carrying exp: 8.3-8.9 us without carry, against 9.3 over 4 of 128 x 24). */
+    const int most = few && !(heavy && a->num_carried) ? TN_CLUSTER_FEW_BATCH : TN_REG_BATCH_LONGER;
     int batch = most / inputs > TN_REG_BATCH_TARGET ? most / inputs : TN_REG_BATCH_TARGET;
+    /* A cluster of more than 2 CTAs must leave 2 CTAs an SM, few rows or not (softmax 64 x 131072: 20.5 us
+       over 4 CTAs of 256 x 16 at one an SM, the driver ran 30 clusters; 14.8 over 8 of 128 x 16 at three); so
+       must a cluster of 2 for heavy fusions, whose CTAs overlap one's loads with another's exps (softmax
+       512 x 65536: 51.2 us over 2 CTAs of 256 x 16 at one an SM, 41.8 over 4 of 128 x 16 at three). */
     int cl = 0;
     for (int c = 2; c <= TN_MAX_CLUSTER && !cl; c *= 2)
-        if (cluster_fit(r, p, c, batch, few || c == 2 ? 1 : 2)) cl = c;
+        if (cluster_fit(r, p, c, batch, c == 2 && !heavy ? 1 : 2)) cl = c;
+    if (!cl && must_carry)
+        REJECT("no split of the row into slices of %d vectors a thread leaves 2 CTAs an SM: the tma plans stream it",
+               batch);
+    for (int c = 2; c <= TN_MAX_CLUSTER && !cl; c *= 2) /* one CTA an SM */
+        if (cluster_fit(r, p, c, batch, 1)) cl = c;
     for (int c = 2; c <= TN_MAX_CLUSTER && !cl; c *= 2) /* any slice that fits at all */
         if (cluster_fit(r, p, c, 64, 1)) cl = c, batch = 64;
     if (!cl)
@@ -722,6 +773,9 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
     while (few && 2 * cl <= TN_MAX_CLUSTER && r->rows * 2 * cl <= d->sm_count &&
            row_bytes / (2 * cl) >= TN_CLUSTER_MIN_SLICE && cluster_fit(r, p, 2 * cl, batch, 1))
         cl *= 2;
+    if (must_carry && !carry_fits(r, p))
+        REJECT("the special-function values of a slice of %d vectors a thread do not fit in registers beside it: "
+               "the tma plans stream the row", p->batch);
     why(p, "cluster: each row split over %d CTAs of %d threads, %d vectors each held in registers (%lld bytes a CTA); "
         "reductions meet through distributed shared memory", cl, p->threads_per_row, p->batch,
         (long long)(row_bytes / cl));
@@ -730,6 +784,7 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
     if (p->ctas_per_sm)
         why(p, "compiled for %d CTAs an SM: special functions in %d phases keep each CTA computing long, more CTAs "
             "overlap one's loads with another's work", p->ctas_per_sm, a->special_evals);
+    choose_carry(r, p);
     return 1;
 }
 

@@ -161,15 +161,21 @@ static void test_decisions(tn_context *ctx) {
     req.rows = 100000; /* many waves: ptxas chooses */
     CHECK(tn_schedule(&req, &p, err, sizeof err) && p.ctas_per_sm == 0, "100000x4096: ctas_per_sm %d", p.ctas_per_sm);
     tn_fusion_destroy(f);
-    /* tma-ws where tune showed it ahead: softmax rows too long for two to fit in shared memory (streamed in
-       chunks), several rows per SM; tma where two fit and the register plan would hold one row an SM; not for
-       rmsnorm rows of the same length, nor for few rows. */
+    /* Softmax rows too long for two to fit in shared memory: a cluster holding row and exps in registers at 2 or
+       more CTAs an SM (tune: 283 us against tma-ws 305 at 4096 x 65536); tma-ws (streamed in chunks, several rows
+       per SM) where no split leaves 2 CTAs an SM (65584 = 8 x 8198 elements: only clusters of 2, at one CTA an
+       SM); tma where two fit and the register plan would hold one row an SM; not for rmsnorm rows of the same
+       length, nor for few rows. */
     tn_fusion_builtin(ctx, TN_BUILTIN_SOFTMAX, &o, &f);
     tn_analyze(f, &a);
     tn_schedule_request sm = {&a, 4096, 65536, 16, -1, &d};
+    CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.carry && p.ctas_per_sm >= 2 &&
+              strstr(p.why, "not tma-ws: the cluster plan"),
+          "softmax 4096x65536: cluster carrying exp: %s", p.why);
+    sm.cols = 65584;
     CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_TMA_WS && p.consumer_groups == 1 &&
               p.chunks > 1 && p.stages > p.chunks,
-          "softmax 4096x65536: tma-ws streaming chunks: %s", p.why);
+          "softmax 4096x65584: tma-ws streaming chunks: %s", p.why);
     sm.cols = 32768;
     CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_TMA && p.stages == 2 &&
               strstr(p.why, "two rows of 65536 bytes fit"),
@@ -184,22 +190,29 @@ static void test_decisions(tn_context *ctx) {
     sm.cols = 24576; /* 12 vectors a thread: two CTAs an SM */
     CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_REGISTER, "softmax 4096x24576: register");
     tn_fusion_destroy(f);
-    /* softmax rows beyond an SM's shared memory, and few long rows, split over a cluster; never above 8 CTAs; more
-       than 2 only at two CTAs an SM. */
+    /* softmax rows beyond an SM's shared memory, and few long rows, split over a cluster; never above 8 CTAs; only
+       at two CTAs an SM (softmax evaluates exp in two phases: its CTAs overlap one's loads with another's exps). */
     tn_fusion_builtin(ctx, TN_BUILTIN_SOFTMAX, &o, &f);
     tn_analyze(f, &a);
-    const int64_t cl_shapes[][3] = {{1, 65536, 8}, {1, 262144, 8}, {4096, 131072, 8}, {64, 65536, 2}};
+    const int64_t cl_shapes[][3] = {{1, 65536, 8}, {1, 262144, 8}, {4096, 131072, 8}, {64, 65536, 4}};
     for (int i = 0; i < 4; i++) {
         tn_schedule_request cr = {&a, cl_shapes[i][0], cl_shapes[i][1], 16, -1, &d};
         CHECK(tn_schedule(&cr, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == cl_shapes[i][2],
               "softmax %lldx%lld: cluster of %lld: %s", (long long)cl_shapes[i][0], (long long)cl_shapes[i][1],
               (long long)cl_shapes[i][2], p.why);
     }
-    /* Few rows keep up to 24 vectors a thread (tune: 128 x 24 over 4 CTAs 9.31 us, 256 x 12 11.21). */
+    /* Few rows keep up to 24 vectors a thread, but softmax keeps 16 at most, so its exps fit in registers beside
+       them (tune: 8 CTAs of 128 x 12 8.3-8.9 us before carry, 4 of 128 x 24 9.3); more than 2 CTAs a cluster only
+       at 2 CTAs an SM, few rows too (64 x 131072: 14.8 us over 8 CTAs at 3 an SM, 20.5 over 4 at one). */
     tn_schedule_request few = {&a, 33, 98304, 16, -1, &d};
-    CHECK(tn_schedule(&few, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 4 &&
-              p.threads_per_row == 128 && p.batch == 24,
-          "softmax 33x98304: 4 CTAs of 128 x 24: %s", p.why);
+    CHECK(tn_schedule(&few, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 8 &&
+              p.threads_per_row == 128 && p.batch == 12 && p.carry,
+          "softmax 33x98304: 8 CTAs of 128 x 12 carrying exp: %s", p.why);
+    few.rows = 64;
+    few.cols = 131072;
+    CHECK(tn_schedule(&few, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 8 &&
+              p.ctas_per_sm >= 2 && p.carry,
+          "softmax 64x131072: 8 CTAs at 2 or more an SM: %s", p.why);
     tn_fusion_destroy(f);
     /* rmsnorm rows one CTA's registers cannot hold: a cluster of 2 at 256 threads x 16 vectors (ahead of tma in
        tune); rows of 32768, which one CTA holds at one CTA an SM, stay in registers (no special functions). */

@@ -23,6 +23,7 @@ extern "C" __global__ void __launch_bounds__(256) tn_kernel(
             if (live && vi < NV) tn_vload(bb0[p], in0 + row * in0_ld + vi * V);
             else tn_vzero(bb0[p]);
         }
+        float kv4[P][V];  // e4 of each kept vector, computed once
         float acc2[A];
 #pragma unroll
         for (int v = 0; v < A; v++) acc2[v] = TN_NEG_INF;
@@ -54,6 +55,7 @@ extern "C" __global__ void __launch_bounds__(256) tn_kernel(
                     const float e1 = e0;
                     const float e3 = (e1 - s2);
                     const float e4 = tn_exp(e3);
+                    kv4[p][v] = e4;
                     acc5[v % A] = tn_combine<0>(acc5[v % A], e4);
                 }
             }
@@ -64,14 +66,10 @@ extern "C" __global__ void __launch_bounds__(256) tn_kernel(
         for (int p = 0; p < P; p++) {
             const int vi = p * T + tr;
             if (live && vi < NV) {
-                const tn_vec<float, V> &b0 = bb0[p];
                 tn_vec<float, V> o0;
                 #pragma unroll
                 for (int v = 0; v < V; v++) {
-                    const float e0 = b0.e[v];
-                    const float e1 = e0;
-                    const float e3 = (e1 - s2);
-                    const float e4 = tn_exp(e3);
+                    const float e4 = kv4[p][v];
                     const float e6 = (e4 * rcp5);
                     o0.e[v] = e6;
                 }
