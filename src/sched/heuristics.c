@@ -648,21 +648,26 @@ static int64_t cluster_grid(const tn_schedule_request *r, const tn_plan_desc *p)
    two or more phases: tune, bf16, softmax 4096 x 131072 over 8 CTAs of
    128 x 16: 604 us at 3 CTAs an SM against 742 at 2 (512 x 131072: 82
    against 100); rmsnorm, whose phases are short, lost (592 against 559).
-   0 (one, ptxas chooses) otherwise and where that leaves under
-   TN_CLUSTER_MIN_REGS a thread (ptxas spilled around the exchange's wait at
-   40, aiming at three 512-thread CTAs). Told one CTA an SM, ptxas spent 255
+   Few rows take the bound whatever the fusion: more clusters at once
+   (rmsnorm 64 x 131072 over 8 CTAs of 128 x 16: 13.6 us at 3 CTAs an SM,
+   15.2 where ptxas took 247 registers). 0 (one, ptxas chooses) otherwise and
+   where that leaves under TN_CLUSTER_MIN_REGS a thread (ptxas spilled around
+   the exchange's wait at 40, aiming at three 512-thread CTAs). Told one CTA an SM, ptxas spent 255
    registers on softmax 4096 x 131072 (8 CTAs of 128 x 16) and the driver ran
    30 clusters, not 49; bounded to three it took 168 and no spills. The
    bound also leaves room for one vector of each COL input, live in the
    output phase (layernorm's weight and bias: 8 bytes spilled at 168). */
-static int cluster_ctas_per_sm(const tn_schedule_request *r, const tn_plan_desc *p) {
-    if (r->analysis->special_evals < 2) return 0;
+static int bound_ctas(const tn_schedule_request *r, const tn_plan_desc *p) {
     const int64_t per_sm = slice_ctas_an_sm(r, p);
     if (per_sm < 2) return 0;
     const int cap = regs_cap(r->props, (int)per_sm * p->block_threads);
     const int col_words = (int)ceil_div((int64_t)p->vec * r->analysis->col_elem_bytes, 4);
     if (cap < TN_CLUSTER_MIN_REGS || cap < slice_regs(r, p->vec, p->batch) + col_words) return 0;
     return (int)per_sm;
+}
+
+static int cluster_ctas_per_sm(const tn_schedule_request *r, const tn_plan_desc *p) {
+    return r->analysis->special_evals >= 2 ? bound_ctas(r, p) : 0;
 }
 
 /* Fills the cluster fields for cl CTAs a row, t threads a CTA, one row each; 0
@@ -773,6 +778,7 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
     while (few && 2 * cl <= TN_MAX_CLUSTER && r->rows * 2 * cl <= d->sm_count &&
            row_bytes / (2 * cl) >= TN_CLUSTER_MIN_SLICE && cluster_fit(r, p, 2 * cl, batch, 1))
         cl *= 2;
+    if (few && !p->ctas_per_sm && (p->ctas_per_sm = bound_ctas(r, p))) p->grid = cluster_grid(r, p);
     if (must_carry && !carry_fits(r, p))
         REJECT("the special-function values of a slice of %d vectors a thread do not fit in registers beside it: "
                "the tma plans stream the row", p->batch);
@@ -781,9 +787,11 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
         (long long)(row_bytes / cl));
     why(p, "%lld clusters loop over the rows (on a GPU, as many as the driver says run at once)",
         (long long)(p->grid / cl));
-    if (p->ctas_per_sm)
+    if (p->ctas_per_sm && heavy)
         why(p, "compiled for %d CTAs an SM: special functions in %d phases keep each CTA computing long, more CTAs "
             "overlap one's loads with another's work", p->ctas_per_sm, a->special_evals);
+    else if (p->ctas_per_sm)
+        why(p, "compiled for %d CTAs an SM: few rows, so more clusters at once", p->ctas_per_sm);
     choose_carry(r, p);
     return 1;
 }

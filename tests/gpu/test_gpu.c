@@ -32,12 +32,13 @@ typedef struct gpu_case {
     const char *kind; /* NULL: the scheduler's choice */
     int64_t pad;
     int offset;
-    const char *set; /* an optional plan field (e.g. "carry") set to 1 in the plan's JSON, replayed */
+    const char *set; /* an optional 0/1 plan field (e.g. "carry") set in the plan's JSON, replayed */
+    int set_off;     /* ... to 0 (else 1) */
 } gpu_case;
 
-/* The plan's JSON with `"field": 0` set to 1 and replayed as a new plan (the
-   old one destroyed); TN_STATUS_INVALID_ARGUMENT if the field is not there. */
-static tn_status replay_with(tn_context *ctx, tn_fusion *f, int64_t rows, int64_t cols, const char *field,
+/* The plan's JSON with the 0/1 field `"field"` set to `value` and replayed as
+   a new plan (the old one destroyed); TN_STATUS_INTERNAL if the JSON lacks it. */
+static tn_status replay_with(tn_context *ctx, tn_fusion *f, int64_t rows, int64_t cols, const char *field, int value,
                              tn_plan **plan) {
     size_t n = 0;
     tn_plan_describe(*plan, TN_DESCRIBE_JSON, NULL, 0, &n);
@@ -47,11 +48,14 @@ static tn_status replay_with(tn_context *ctx, tn_fusion *f, int64_t rows, int64_
     *plan = NULL;
     snprintf(key, sizeof key, "\"%s\": 0", field);
     char *at = strstr(json, key);
-    tn_status st = TN_STATUS_INVALID_ARGUMENT;
+    if (!at) key[strlen(key) - 1] = '1', at = strstr(json, key);
+    tn_status st = TN_STATUS_INTERNAL;
     if (at) {
-        at[strlen(key) - 1] = '1';
+        at[strlen(key) - 1] = value ? '1' : '0';
         tn_plan_options po = {0, json, NULL};
         st = tn_plan_create(ctx, f, rows, cols, &po, plan);
+    } else {
+        printf("the plan's JSON has no field \"%s\" of 0 or 1\n", field);
     }
     free(json);
     return st;
@@ -66,11 +70,11 @@ static int run_case(tn_context *ctx, const gpu_case *c) {
     snprintf(label, sizeof label, "%-11s in=%-4s w=%-4s out=%-6s%s M=%-5lld N=%-8lld pad=%lld off=%d%s%s",
              tn_builtin_name(c->op), tn_dtype_name(c->in), tn_dtype_name(c->w), tn_dtype_name(c->out),
              c->stats ? " +stats" : "", (long long)c->rows, (long long)c->cols, (long long)c->pad, c->offset,
-             c->set ? " +" : "", c->set ? c->set : "");
+             c->set ? (c->set_off ? " -" : " +") : "", c->set ? c->set : "");
     tn_status st = tn_fusion_builtin(ctx, c->op, &bo, &f);
     tn_plan_options po = {0, NULL, c->kind};
     if (st == TN_STATUS_OK) st = tn_plan_create(ctx, f, c->rows, c->cols, &po, &plan);
-    if (st == TN_STATUS_OK && c->set) st = replay_with(ctx, f, c->rows, c->cols, c->set, &plan);
+    if (st == TN_STATUS_OK && c->set) st = replay_with(ctx, f, c->rows, c->cols, c->set, !c->set_off, &plan);
     if (st == TN_STATUS_OK) tn_gpu_plan_kind(plan, kind, sizeof kind);
     tn_check_result r;
     memset(&r, 0, sizeof r);
@@ -86,7 +90,7 @@ static int run_case(tn_context *ctx, const gpu_case *c) {
     const char *bad = NULL;
     if (st == TN_STATUS_OK && c->set) {
         char json[4096], key[64];
-        snprintf(key, sizeof key, "\"%s\": 1", c->set);
+        snprintf(key, sizeof key, "\"%s\": %d", c->set, !c->set_off);
         if (tn_plan_describe(plan, TN_DESCRIBE_JSON, json, sizeof json, NULL) != TN_STATUS_OK || !strstr(json, key))
             bad = "the plan that ran does not have the field set", st = TN_STATUS_INTERNAL;
     }
@@ -335,7 +339,8 @@ static void check_pdl_chain(tn_context *ctx, int64_t rows, int64_t cols) {
 /* Softmax with its exp carried in registers from the phase that sums it to the
    output phase (the plan field `carry`), register, cluster and tma plans, odd
    and long rows, every dtype (bf16 only where `few`); a forced kind may refuse
-   a shape, or carry where a thread would keep too many values, saying why. */
+   a shape, or carry where a thread would keep too many values, saying why.
+   Each again without carry (the register and cluster plans carry by default). */
 static void check_carry(tn_context *ctx, int sm90, int few) {
     static const struct { int64_t rows, cols; const char *kind; } shapes[] = {
         {3, 1, "register"},     {1000, 7, "register"},   {1000, 4097, "register"}, {257, 16384, "register"},
@@ -349,9 +354,11 @@ static void check_carry(tn_context *ctx, int sm90, int few) {
             if (!sm90 && strcmp(shapes[i].kind, "register")) continue;
             if (few && i % 2) continue;
             gpu_case c = {TN_BUILTIN_SOFTMAX, dtypes[d], dtypes[d], dtypes[d], 0, shapes[i].rows, shapes[i].cols,
-                          shapes[i].kind, 0, 0, "carry"};
+                          shapes[i].kind, 0, 0, "carry", 0};
             const int k = !strcmp(shapes[i].kind, "register") ? 0 : !strcmp(shapes[i].kind, "cluster") ? 1 : 2;
             ran[k] += run_case(ctx, &c);
+            c.set_off = 1;
+            run_case(ctx, &c);
         }
     /* Refusals say why, but a kind whose every carry case is refused has not been tested at all. */
     for (int k = 0; k < (sm90 ? 3 : 1); k++)
@@ -401,7 +408,7 @@ static void check_carry_fuzz(tn_context *ctx, int want) {
             tn_fusion_destroy(f);
             continue;
         }
-        tn_status st = replay_with(ctx, f, m, n, "carry", &plan);
+        tn_status st = replay_with(ctx, f, m, n, "carry", 1, &plan);
         if (st == TN_STATUS_INVALID_ARGUMENT && strstr(tn_context_last_error(ctx), "carry")) {
             tn_fusion_destroy(f); /* nothing carried, or too much for the kind */
             continue;
