@@ -130,16 +130,71 @@ static tn_status build_variant(tn_plan *plan, tn_variant *var, const tn_plan_des
     var->source = source;
     var->kernel = k;
     var->compiled = compiled;
-    atomic_store(&var->ready, 1);
     return TN_STATUS_OK;
+}
+
+static int spill_bytes(const tn_variant *var) {
+    return var->kernel->res.spill_store_bytes + var->kernel->res.spill_load_bytes;
+}
+
+/* Moves a built variant into place, all but `ready`, which other threads read
+   without the plan's lock (its caller publishes it once final). */
+static void move_variant(tn_variant *to, const tn_variant *from) {
+    to->desc = from->desc;
+    to->source = from->source;
+    to->kernel = from->kernel;
+    to->num_launches = from->num_launches;
+    memcpy(to->launches, from->launches, sizeof to->launches);
+    memcpy(to->fns, from->fns, sizeof to->fns);
+    to->compiled = from->compiled;
+}
+
+static void release_variant(tn_context *ctx, tn_variant *var) {
+    tn_free(&ctx->base.alloc, var->source);
+    tn_cache_release(ctx, var->kernel);
+    var->source = NULL;
+    var->kernel = NULL;
 }
 
 static tn_status schedule(tn_plan *plan, int align, int kind, tn_plan_desc *desc) {
     char err[320];
-    tn_schedule_request req = {&plan->an, plan->rows, plan->cols, align, kind, &plan->ctx->props, plan->pdl};
+    tn_schedule_request req = {&plan->an, plan->rows, plan->cols, align, kind, &plan->ctx->props, plan->pdl, 0};
     if (tn_schedule(&req, desc, err, sizeof err)) return TN_STATUS_OK;
     return tn_set_error(plan->ctx, TN_STATUS_UNSUPPORTED, "fusion '%s' at [%lld, %lld]: %s", plan->fusion->name,
                         (long long)plan->rows, (long long)plan->cols, err);
+}
+
+/* The scheduler's plan, built into var. Where ptxas still spills after
+   build_variant's recompiles (the scheduler's register estimate fell short for
+   this fusion: rmsnorm bf16 1000 x 57344, 52 bytes at 255 registers in the
+   register plan of 256 threads x 28 vectors), the plan it makes passing over
+   that kind, where that one compiles without spills and is not the looped
+   plan (which reads every row twice from memory: a few spilled bytes cost
+   less). A forced kind keeps its plan. */
+static tn_status schedule_build(tn_plan *plan, tn_variant *var, int align, int kind) {
+    tn_plan_desc desc;
+    tn_status st = schedule(plan, align, kind, &desc);
+    if (st == TN_STATUS_OK) st = build_variant(plan, var, &desc);
+    if (st != TN_STATUS_OK || kind >= 0 || !spill_bytes(var)) return st;
+    char err[320];
+    tn_schedule_request req = {&plan->an, plan->rows, plan->cols, align, -1, &plan->ctx->props, plan->pdl,
+                               1u << var->desc.kind};
+    tn_variant other;
+    memset(&other, 0, sizeof other);
+    if (!tn_schedule(&req, &desc, err, sizeof err) || desc.kind == TN_PLAN_LOOPED ||
+        build_variant(plan, &other, &desc) != TN_STATUS_OK)
+        return TN_STATUS_OK; /* keep the spilling plan */
+    if (spill_bytes(&other)) {
+        release_variant(plan->ctx, &other);
+        return TN_STATUS_OK;
+    }
+    const size_t len = strlen(other.desc.why);
+    snprintf(other.desc.why + len, sizeof other.desc.why - len, "; the %s plan passed over: ptxas spilled %d bytes in "
+             "it at %d registers", tn_plan_kind_name(var->desc.kind), var->kernel->res.spill_store_bytes,
+             var->kernel->res.registers);
+    release_variant(plan->ctx, var);
+    move_variant(var, &other);
+    return TN_STATUS_OK;
 }
 
 static tn_status replay(tn_plan *plan, const char *json, int align, tn_plan_desc *desc) {
@@ -221,12 +276,20 @@ tn_status tn_plan_create(tn_context *ctx, const tn_fusion *f, int64_t rows, int6
     for (int i = 0; i < plan->fusion->num_inputs; i++) tn_fusion_io_info(plan->fusion, TN_IO_INPUT, i, &plan->inputs[i]);
     for (int o = 0; o < plan->fusion->num_outputs; o++) tn_fusion_io_info(plan->fusion, TN_IO_OUTPUT, o, &plan->outputs[o]);
     tn_abi_of(plan->fusion, &plan->abi);
-    tn_plan_desc desc;
-    st = opts.plan_json ? replay(plan, opts.plan_json, opts.align_bytes, &desc)
-                        : schedule(plan, opts.align_bytes, plan->kind, &desc);
+    tn_variant built;
+    memset(&built, 0, sizeof built);
+    if (opts.plan_json) {
+        tn_plan_desc desc;
+        st = replay(plan, opts.plan_json, opts.align_bytes, &desc);
+        if (st == TN_STATUS_OK) st = build_variant(plan, &built, &desc);
+    } else {
+        st = schedule_build(plan, &built, opts.align_bytes, plan->kind);
+    }
     if (st != TN_STATUS_OK) goto done;
-    plan->primary = &plan->variants[align_class(desc.align_bytes)];
-    st = build_variant(plan, plan->primary, &desc);
+    /* Kept under the alignment its plan needs (the vector width may need less than the tensors give). */
+    plan->primary = &plan->variants[align_class(built.desc.align_bytes)];
+    move_variant(plan->primary, &built);
+    atomic_store(&plan->primary->ready, 1);
 done:
     if (st != TN_STATUS_OK) {
         tn_plan_destroy(plan);
@@ -346,10 +409,12 @@ static tn_status variant_for(tn_plan *plan, int align, void *stream, tn_variant 
     tn_status st = TN_STATUS_OK;
     if (!atomic_load(&v->ready)) {
         tn_plan_desc desc;
-        st = schedule(plan, align, plan->kind, &desc);
+        int kind = plan->kind;
+        st = schedule(plan, align, kind, &desc);
         /* A forced kind that cannot take these tensors (tma below 16-byte alignment) yields to the scheduler's choice. */
-        if (st == TN_STATUS_UNSUPPORTED && plan->kind >= 0) st = schedule(plan, align, -1, &desc);
-        if (st == TN_STATUS_OK) st = build_variant(plan, v, &desc);
+        if (st == TN_STATUS_UNSUPPORTED && kind >= 0) kind = -1, st = TN_STATUS_OK;
+        if (st == TN_STATUS_OK) st = schedule_build(plan, v, align, kind);
+        if (st == TN_STATUS_OK) atomic_store(&v->ready, 1);
     }
     pthread_mutex_unlock(&plan->lock);
     if (st == TN_STATUS_OK) *out = v;

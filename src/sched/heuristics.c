@@ -43,6 +43,9 @@ static int pick_vec(const tn_schedule_request *r, tn_plan_desc *p) {
 
 #define REJECT(...) return snprintf(err, cap, __VA_ARGS__), 0
 
+/* Whether the request passes over a kind (its plan spilled for this fusion). */
+static int avoided(const tn_schedule_request *r, tn_plan_kind kind) { return (r->avoid >> kind) & 1u; }
+
 /* ---- register: the row in registers ------------------------------------------------ */
 
 static int regs_cap(const tn_device_props *d, int block) {
@@ -317,7 +320,7 @@ static int schedule_tma(const tn_schedule_request *r, tn_plan_desc *p, int force
     if (!forced) {
         tn_plan_desc reg = *p;
         char reg_err[256];
-        if (schedule_register(r, &reg, 0, reg_err, sizeof reg_err)) {
+        if (!avoided(r, TN_PLAN_REGISTER) && schedule_register(r, &reg, 0, reg_err, sizeof reg_err)) {
             const int64_t reg_ctas = ctas_an_sm(d, row_regs(r, reg.vec, reg.batch), reg.block_threads);
             if (reg_ctas >= 2 || a->special_evals < 2 || 2 * (row_bytes + 16) + 1024 > d->smem_per_block_optin)
                 REJECT("the register plan holds the row (%lld bytes) in registers, %lld CTA%s an SM%s",
@@ -539,7 +542,7 @@ static int ws_chosen_shape(const tn_schedule_request *r, tn_plan_desc *p, int t,
                TN_WS_MIN_GROUPS_PER_SM);
     tn_plan_desc split = *p;
     char split_err[320];
-    if (schedule_cluster(r, &split, 0, split_err, sizeof split_err))
+    if (!avoided(r, TN_PLAN_CLUSTER) && schedule_cluster(r, &split, 0, split_err, sizeof split_err))
         REJECT("the cluster plan holds the row over %d CTAs with its special-function values carried in registers",
                split.cluster);
     return ws_any_shape(r, p, t, err, cap);
@@ -737,7 +740,7 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
     const int64_t row_bytes = r->cols * a->buffer_elem_bytes, nv = r->cols / p->vec;
     tn_plan_desc reg = *p;
     char reg_err[256];
-    const int one_cta = schedule_register(r, &reg, 0, reg_err, sizeof reg_err);
+    const int one_cta = !avoided(r, TN_PLAN_REGISTER) && schedule_register(r, &reg, 0, reg_err, sizeof reg_err);
     /* Few rows: a cluster at least doubles the SMs in use (quadruples, where one CTA's registers hold the row:
        rmsnorm 64 x 32768 took 4.45 us in the register plan, 5.95 over clusters of 8). */
     const int few = r->rows * (one_cta ? 4 : 2) <= d->sm_count && row_bytes >= TN_CLUSTER_FEW_ROW_BYTES;
@@ -901,7 +904,8 @@ int tn_schedule(const tn_schedule_request *r, tn_plan_desc *p, char *err, size_t
         p->kind = k->kind;
         if (forced) why(p, "%s plan forced", tn_plan_kind_name(k->kind));
         else if (passed[0]) why(p, "%s", passed);
-        if (k->schedule(r, p, forced, why_not, sizeof why_not)) return 1;
+        if (!forced && avoided(r, k->kind)) snprintf(why_not, sizeof why_not, "ptxas spilled in its plan");
+        else if (k->schedule(r, p, forced, why_not, sizeof why_not)) return 1;
         if (forced) {
             snprintf(err, cap, "%s plan: %s", tn_plan_kind_name(k->kind), why_not);
             return 0;

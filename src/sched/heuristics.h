@@ -12,6 +12,7 @@ typedef struct tn_schedule_request {
     int kind;    /* a tn_plan_kind to force, or -1 to choose */
     const tn_device_props *props;
     int pdl;     /* 1: programmatic dependent launch (sm_90+) */
+    unsigned avoid; /* bit 1 << kind: kinds to pass over unless forced (ptxas spilled in their plan) */
 } tn_schedule_request;
 
 /* Fills out; on failure returns 0 with the reason in err. The plan's why

@@ -216,6 +216,28 @@ void test_compile(void) {
             compile_one(ctx, (tn_builtin)op, TN_DTYPE_BF16, 2000, model_cols[ci], NULL, &plans);
             compile_one(ctx, (tn_builtin)op, TN_DTYPE_F32, 33, model_cols[ci], NULL, &plans);
         }
+    /* Long rows off the powers of two, every dtype: no spills in the scheduler's plan (where its register estimate
+       falls short, the plan of the next kind it would take). */
+    static const int64_t long_rows[][2] = {{1000, 57344}, {4096, 49152}, {4096, 40000},
+                                           {130, 163840}, {4096, 114688}, {3, 200000}};
+    const tn_dtype dts[] = {TN_DTYPE_BF16, TN_DTYPE_F16, TN_DTYPE_F32};
+    for (int op = 0; op < TN_BUILTIN_COUNT; op++)
+        for (size_t i = 0; i < sizeof long_rows / sizeof long_rows[0]; i++)
+            for (int d = 0; d < 3; d++)
+                compile_one(ctx, (tn_builtin)op, dts[d], long_rows[i][0], long_rows[i][1], NULL, &plans);
+    {
+        tn_builtin_options o = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0};
+        tn_fusion *f = NULL;
+        tn_plan *plan = NULL;
+        tn_fusion_builtin(ctx, TN_BUILTIN_RMSNORM, &o, &f);
+        CHECK(tn_plan_create(ctx, f, 1000, 57344, NULL, &plan) == TN_STATUS_OK, "%s", tn_context_last_error(ctx));
+        char *text = plan ? test_describe(plan, TN_DESCRIBE_JSON) : NULL;
+        CHECK(text && strstr(text, "\"kind\": \"cluster\"") && strstr(text, "the register plan passed over: ptxas"),
+              "rmsnorm 1000x57344: the register plan spills, the cluster plan takes the row: %s", text ? text : "");
+        free(text);
+        tn_plan_destroy(plan);
+        tn_fusion_destroy(f);
+    }
     /* The tma kind over the sweep's row lengths, wherever a row fits in shared memory. */
     for (int op = 0; op < TN_BUILTIN_COUNT; op++)
         for (size_t ci = 0; ci < 9; ci++) {

@@ -176,6 +176,16 @@ static void test_decisions(tn_context *ctx) {
     CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_TMA_WS && p.consumer_groups == 1 &&
               p.chunks > 1 && p.stages > p.chunks,
           "softmax 4096x65584: tma-ws streaming chunks: %s", p.why);
+    /* A kind the request avoids (its plan spilled) is passed over, also where another kind asks whether it would
+       take the shape: without the cluster, 4096 x 65536 goes back to tma-ws. */
+    sm.cols = 65536;
+    sm.avoid = 1u << TN_PLAN_CLUSTER;
+    CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_TMA_WS, "softmax 4096x65536 avoiding cluster: %s",
+          p.why);
+    sm.kind = TN_PLAN_CLUSTER; /* but a forced kind is not avoided */
+    CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER, "forced cluster: %s", err);
+    sm.kind = -1;
+    sm.avoid = 0;
     sm.cols = 32768;
     CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_TMA && p.stages == 2 &&
               strstr(p.why, "two rows of 65536 bytes fit"),
@@ -228,6 +238,13 @@ static void test_decisions(tn_context *ctx) {
           "rmsnorm 4096x131072: cluster of 8 x 128: %s", p.why);
     rl.cols = 32768;
     CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_REGISTER, "rmsnorm 4096x32768: %s", p.why);
+    rl.avoid = 1u << TN_PLAN_REGISTER; /* its plan spilled: the cluster takes the row, saying why not register */
+    CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER, "rmsnorm 4096x32768 avoiding register: %s",
+          p.why);
+    rl.avoid = 1u << TN_PLAN_REGISTER | 1u << TN_PLAN_CLUSTER | 1u << TN_PLAN_TMA;
+    CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_LOOPED && strstr(p.why, "not register: ptxas spilled"),
+          "rmsnorm 4096x32768 avoiding three kinds: %s", p.why);
+    rl.avoid = 0;
     rl.cols = 65536;
     rl.rows = 1;
     CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 8, "rmsnorm 1x65536: %s",
