@@ -181,9 +181,13 @@ static tn_status schedule_build(tn_plan *plan, tn_variant *var, int align, int k
                                1u << var->desc.kind};
     tn_variant other;
     memset(&other, 0, sizeof other);
-    if (!tn_schedule(&req, &desc, err, sizeof err) || desc.kind == TN_PLAN_LOOPED ||
-        build_variant(plan, &other, &desc) != TN_STATUS_OK)
+    if (!tn_schedule(&req, &desc, err, sizeof err) || desc.kind == TN_PLAN_LOOPED) return TN_STATUS_OK;
+    char last[512]; /* the caller's last error stays as it was: this call succeeds whatever the fallback does */
+    snprintf(last, sizeof last, "%s", tn_error_text(plan->ctx));
+    if (build_variant(plan, &other, &desc) != TN_STATUS_OK) {
+        tn_set_error(plan->ctx, TN_STATUS_OK, "%s", last);
         return TN_STATUS_OK; /* keep the spilling plan */
+    }
     if (spill_bytes(&other)) {
         release_variant(plan->ctx, &other);
         return TN_STATUS_OK;

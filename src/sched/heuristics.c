@@ -269,6 +269,12 @@ int64_t tn_tma_dynamic_smem(const tn_analysis *a, const tn_plan_desc *p) {
     return (int64_t)p->stages * p->rows_per_cta * p->cols * a->buffer_elem_bytes + 8 * (int64_t)p->stages;
 }
 
+/* Whether a tma ring of two whole rows fits one CTA's shared memory (with the
+   system's 1 KiB and the stages' barriers). */
+static int two_rows_fit(const tn_device_props *d, int64_t row_bytes) {
+    return 2 * (row_bytes + 16) + 1024 <= d->smem_per_block_optin;
+}
+
 /* What makes a tma plan impossible whatever its shape; 0 and the reason if so. */
 static int tma_possible(const tn_analysis *a, int64_t cols, int align, const tn_device_props *d, char *err, size_t cap) {
     if (d->cc_major < 9) REJECT("bulk copies need sm_90 (the target is sm_%d%d)", d->cc_major, d->cc_minor);
@@ -322,7 +328,7 @@ static int schedule_tma(const tn_schedule_request *r, tn_plan_desc *p, int force
         char reg_err[256];
         if (!avoided(r, TN_PLAN_REGISTER) && schedule_register(r, &reg, 0, reg_err, sizeof reg_err)) {
             const int64_t reg_ctas = ctas_an_sm(d, row_regs(r, reg.vec, reg.batch), reg.block_threads);
-            if (reg_ctas >= 2 || a->special_evals < 2 || 2 * (row_bytes + 16) + 1024 > d->smem_per_block_optin)
+            if (reg_ctas >= 2 || a->special_evals < 2 || !two_rows_fit(d, row_bytes))
                 REJECT("the register plan holds the row (%lld bytes) in registers, %lld CTA%s an SM%s",
                        (long long)row_bytes, (long long)reg_ctas, reg_ctas == 1 ? "" : "s",
                        reg_ctas >= 2 || a->special_evals < 2 ? "" : ", and two rows do not fit in shared memory");
@@ -527,14 +533,14 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
 static int ws_chosen_shape(const tn_schedule_request *r, tn_plan_desc *p, int t, char *err, size_t cap) {
     const tn_analysis *a = r->analysis;
     const tn_device_props *d = r->props;
-    const int64_t row_bytes = r->cols * a->buffer_elem_bytes, room = d->smem_per_block_optin - 4096;
+    const int64_t row_bytes = r->cols * a->buffer_elem_bytes;
     if (row_bytes < TN_WS_MIN_ROW_BYTES)
         REJECT("rows of %lld bytes are under %d: the register and tma plans keep memory busier", (long long)row_bytes,
                TN_WS_MIN_ROW_BYTES);
     if (a->special_evals < 2)
         REJECT("%d special-function evaluations per element: too little work per byte for the consumer groups to pay",
                a->special_evals);
-    if (room / (row_bytes + 16) >= 2)
+    if (two_rows_fit(d, row_bytes))
         REJECT("two rows of %lld bytes fit in shared memory at once: the tma plan double-buffers them with every "
                "thread computing", (long long)row_bytes);
     if (ceil_div(r->rows, 128 / t) < (int64_t)TN_WS_MIN_GROUPS_PER_SM * d->sm_count)
@@ -751,7 +757,7 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
         if (one_cta)
             REJECT("the register plan holds the row (%lld bytes) in one CTA and %lld rows keep the SMs busy",
                    (long long)row_bytes, (long long)r->rows);
-        if (must_carry && (2 * (row_bytes + 16) + 1024 <= d->smem_per_block_optin || !a->num_carried))
+        if (must_carry && (two_rows_fit(d, row_bytes) || !a->num_carried))
             REJECT("a row fits one SM's shared memory and the fusion evaluates special functions in %d phases: the "
                    "tma plans stream it%s", a->special_evals,
                    a->num_carried ? ", two rows at once" : " (no value to carry in registers)");
@@ -771,7 +777,9 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
     if (!cl && must_carry)
         REJECT("no split of the row into slices of %d vectors a thread leaves 2 CTAs an SM: the tma plans stream it",
                batch);
-    for (int c = 2; c <= TN_MAX_CLUSTER && !cl; c *= 2) /* one CTA an SM */
+    /* Then, for heavy fusions and few rows (the rules above changed their first choice), one CTA an SM; other
+       fusions keep the tune-backed fallback below. */
+    for (int c = 2; c <= TN_MAX_CLUSTER && !cl && (heavy || few); c *= 2)
         if (cluster_fit(r, p, c, batch, 1)) cl = c;
     for (int c = 2; c <= TN_MAX_CLUSTER && !cl; c *= 2) /* any slice that fits at all */
         if (cluster_fit(r, p, c, 64, 1)) cl = c, batch = 64;

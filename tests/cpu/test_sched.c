@@ -186,6 +186,10 @@ static void test_decisions(tn_context *ctx) {
     CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER, "forced cluster: %s", err);
     sm.kind = -1;
     sm.avoid = 0;
+    sm.cols = 57344; /* 114688-byte rows: two fit by the same rule the tma ring is sized with, so tma, not tma-ws */
+    CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_TMA && p.stages == 2 &&
+              strstr(p.why, "not tma-ws: two rows of 114688 bytes fit"),
+          "softmax 4096x57344: tma, two stages: %s", p.why);
     sm.cols = 32768;
     CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_TMA && p.stages == 2 &&
               strstr(p.why, "two rows of 65536 bytes fit"),
