@@ -719,6 +719,34 @@ static int cluster_prefetch_ok(const tn_plan_desc *p, const tn_analysis *a) {
     return p->align_bytes >= 16 && p->vec * a->min_row_elem_size >= 16;
 }
 
+/* The cluster for slices of at most `batch` vectors a thread: the smallest
+   cluster, at the fewest threads from 128, that leaves 2 CTAs an SM where it
+   has more than 2 CTAs or the fusion is heavy (softmax 64 x 131072: 20.5 us
+   over 4 CTAs of 256 x 16 at one an SM, the driver ran 30 clusters; 14.8 over
+   8 of 128 x 16 at three; 512 x 65536: 51.2 over 2 of 256 x 16 at one an SM,
+   41.8 over 4 of 128 x 16 at three: one CTA's loads overlap another's exps);
+   unless `strict`, then at one CTA an SM for heavy fusions and few rows, then
+   any slice that fits at all; doubled for few rows while the clusters fit one
+   wave and slices stay TN_CLUSTER_MIN_SLICE. Returns the cluster size, 0 if
+   none (p untouched). */
+static int cluster_pick(const tn_schedule_request *r, tn_plan_desc *p, int batch, int heavy, int few, int strict) {
+    const tn_device_props *d = r->props;
+    const int64_t row_bytes = r->cols * r->analysis->buffer_elem_bytes;
+    int cl = 0;
+    for (int c = 2; c <= TN_MAX_CLUSTER && !cl; c *= 2)
+        if (cluster_fit(r, p, c, batch, c == 2 && !heavy ? 1 : 2)) cl = c;
+    for (int c = 2; c <= TN_MAX_CLUSTER && !cl && !strict && (heavy || few); c *= 2)
+        if (cluster_fit(r, p, c, batch, 1)) cl = c;
+    for (int c = 2; c <= TN_MAX_CLUSTER && !cl && !strict; c *= 2)
+        if (cluster_fit(r, p, c, 64, 1)) cl = c, batch = 64;
+    if (!cl) return 0;
+    while (few && 2 * cl <= TN_MAX_CLUSTER && r->rows * 2 * cl <= d->sm_count &&
+           row_bytes / (2 * cl) >= TN_CLUSTER_MIN_SLICE && cluster_fit(r, p, 2 * cl, batch, 1))
+        cl *= 2;
+    if (few && !p->ctas_per_sm && (p->ctas_per_sm = bound_ctas(r, p))) p->grid = cluster_grid(r, p);
+    return cl;
+}
+
 /* The cluster plan's region, from tune on the H200 (bf16, 2026-12-03, the
    exchange through st.async onto mbarriers):
    - rows one CTA's registers cannot hold, of fusions without special functions
@@ -767,29 +795,23 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
        128 x 12 carrying exp: 8.3-8.9 us without carry, against 9.3 over 4 of 128 x 24). */
     const int most = few && !(heavy && a->num_carried) ? TN_CLUSTER_FEW_BATCH : TN_REG_BATCH_LONGER;
     int batch = most / inputs > TN_REG_BATCH_TARGET ? most / inputs : TN_REG_BATCH_TARGET;
-    /* A cluster of more than 2 CTAs must leave 2 CTAs an SM, few rows or not (softmax 64 x 131072: 20.5 us
-       over 4 CTAs of 256 x 16 at one an SM, the driver ran 30 clusters; 14.8 over 8 of 128 x 16 at three); so
-       must a cluster of 2 for heavy fusions, whose CTAs overlap one's loads with another's exps (softmax
-       512 x 65536: 51.2 us over 2 CTAs of 256 x 16 at one an SM, 41.8 over 4 of 128 x 16 at three). */
-    int cl = 0;
-    for (int c = 2; c <= TN_MAX_CLUSTER && !cl; c *= 2)
-        if (cluster_fit(r, p, c, batch, c == 2 && !heavy ? 1 : 2)) cl = c;
+    const tn_plan_desc base = *p;
+    int cl = cluster_pick(r, p, batch, heavy, few, must_carry);
+    /* The few rows' 16 vectors a thread were for carrying: where the values do not fit even so (vectors narrowed
+       by alignment), the 24. */
+    if (cl && few && heavy && a->num_carried && most != TN_CLUSTER_FEW_BATCH && !carry_fits(r, p)) {
+        tn_plan_desc wide = base;
+        const int wide_batch = TN_CLUSTER_FEW_BATCH / inputs > TN_REG_BATCH_TARGET ? TN_CLUSTER_FEW_BATCH / inputs
+                                                                                   : TN_REG_BATCH_TARGET;
+        const int wide_cl = cluster_pick(r, &wide, wide_batch, heavy, few, 0);
+        if (wide_cl) *p = wide, cl = wide_cl;
+    }
     if (!cl && must_carry)
         REJECT("no split of the row into slices of %d vectors a thread leaves 2 CTAs an SM: the tma plans stream it",
                batch);
-    /* Then, for heavy fusions and few rows (the rules above changed their first choice), one CTA an SM; other
-       fusions keep the tune-backed fallback below. */
-    for (int c = 2; c <= TN_MAX_CLUSTER && !cl && (heavy || few); c *= 2)
-        if (cluster_fit(r, p, c, batch, 1)) cl = c;
-    for (int c = 2; c <= TN_MAX_CLUSTER && !cl; c *= 2) /* any slice that fits at all */
-        if (cluster_fit(r, p, c, 64, 1)) cl = c, batch = 64;
     if (!cl)
         REJECT("a row of %lld vectors does not split into %d or fewer slices of whole vectors that fit in registers",
                (long long)nv, TN_MAX_CLUSTER);
-    while (few && 2 * cl <= TN_MAX_CLUSTER && r->rows * 2 * cl <= d->sm_count &&
-           row_bytes / (2 * cl) >= TN_CLUSTER_MIN_SLICE && cluster_fit(r, p, 2 * cl, batch, 1))
-        cl *= 2;
-    if (few && !p->ctas_per_sm && (p->ctas_per_sm = bound_ctas(r, p))) p->grid = cluster_grid(r, p);
     if (must_carry && !carry_fits(r, p))
         REJECT("the special-function values of a slice of %d vectors a thread do not fit in registers beside it: "
                "the tma plans stream the row", p->batch);

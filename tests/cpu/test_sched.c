@@ -222,6 +222,14 @@ static void test_decisions(tn_context *ctx) {
     CHECK(tn_schedule(&few, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 8 &&
               p.threads_per_row == 128 && p.batch == 12 && p.carry,
           "softmax 33x98304: 8 CTAs of 128 x 12 carrying exp: %s", p.why);
+    /* ... where the 16 do not leave room to carry either (4-byte aligned rows: 2-element vectors at 1024 threads),
+       the few rows' 24: 4 CTAs of 512 x 17, carrying. */
+    few.rows = 1;
+    few.cols = 65544;
+    few.align = 4;
+    CHECK(tn_schedule(&few, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.batch > 16 && p.carry,
+          "softmax 1x65544 aligned to 4: more than 16 vectors a thread, carrying: %s", p.why);
+    few.align = 16;
     few.rows = 64;
     few.cols = 131072;
     CHECK(tn_schedule(&few, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 8 &&
