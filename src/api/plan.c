@@ -156,9 +156,13 @@ static void release_variant(tn_context *ctx, tn_variant *var) {
     var->kernel = NULL;
 }
 
+static tn_schedule_request request(const tn_plan *plan, int align, int kind, unsigned avoid) {
+    return (tn_schedule_request){&plan->an, plan->rows, plan->cols, align, kind, &plan->ctx->props, plan->pdl, avoid};
+}
+
 static tn_status schedule(tn_plan *plan, int align, int kind, tn_plan_desc *desc) {
     char err[320];
-    tn_schedule_request req = {&plan->an, plan->rows, plan->cols, align, kind, &plan->ctx->props, plan->pdl, 0};
+    const tn_schedule_request req = request(plan, align, kind, 0);
     if (tn_schedule(&req, desc, err, sizeof err)) return TN_STATUS_OK;
     return tn_set_error(plan->ctx, TN_STATUS_UNSUPPORTED, "fusion '%s' at [%lld, %lld]: %s", plan->fusion->name,
                         (long long)plan->rows, (long long)plan->cols, err);
@@ -177,8 +181,7 @@ static tn_status schedule_build(tn_plan *plan, tn_variant *var, int align, int k
     if (st == TN_STATUS_OK) st = build_variant(plan, var, &desc);
     if (st != TN_STATUS_OK || kind >= 0 || !spill_bytes(var)) return st;
     char err[320];
-    tn_schedule_request req = {&plan->an, plan->rows, plan->cols, align, -1, &plan->ctx->props, plan->pdl,
-                               1u << var->desc.kind};
+    const tn_schedule_request req = request(plan, align, -1, 1u << var->desc.kind);
     tn_variant other;
     memset(&other, 0, sizeof other);
     if (!tn_schedule(&req, &desc, err, sizeof err) || desc.kind == TN_PLAN_LOOPED) return TN_STATUS_OK;
@@ -412,12 +415,9 @@ static tn_status variant_for(tn_plan *plan, int align, void *stream, tn_variant 
     pthread_mutex_lock(&plan->lock);
     tn_status st = TN_STATUS_OK;
     if (!atomic_load(&v->ready)) {
-        tn_plan_desc desc;
-        int kind = plan->kind;
-        st = schedule(plan, align, kind, &desc);
+        st = schedule_build(plan, v, align, plan->kind);
         /* A forced kind that cannot take these tensors (tma below 16-byte alignment) yields to the scheduler's choice. */
-        if (st == TN_STATUS_UNSUPPORTED && kind >= 0) kind = -1, st = TN_STATUS_OK;
-        if (st == TN_STATUS_OK) st = schedule_build(plan, v, align, kind);
+        if (st == TN_STATUS_UNSUPPORTED && plan->kind >= 0) st = schedule_build(plan, v, align, -1);
         if (st == TN_STATUS_OK) atomic_store(&v->ready, 1);
     }
     pthread_mutex_unlock(&plan->lock);

@@ -91,8 +91,8 @@ static int one_wave_ctas(const tn_schedule_request *r, const tn_plan_desc *p, in
    297.8). Not for tma plans, whose threads read their row back from shared
    memory at little cost: 2-5% slower at 4096 rows (141.0 against 147.6). */
 static int carry_fits(const tn_schedule_request *r, const tn_plan_desc *p) {
-    return r->analysis->num_carried &&
-           tn_plan_carry_floats(p, r->analysis->num_carried) <= tn_plan_carry_limit(p, r->props);
+    const int64_t floats = tn_plan_carry_floats(p, r->analysis->num_carried);
+    return r->analysis->num_carried && floats > 0 && floats <= tn_plan_carry_limit(p, r->props);
 }
 
 static void choose_carry(const tn_schedule_request *r, tn_plan_desc *p) {
@@ -661,9 +661,10 @@ static int64_t cluster_grid(const tn_schedule_request *r, const tn_plan_desc *p)
    (rmsnorm 64 x 131072 over 8 CTAs of 128 x 16: 13.6 us at 3 CTAs an SM,
    15.2 where ptxas took 247 registers). 0 (one, ptxas chooses) otherwise and
    where that leaves under TN_CLUSTER_MIN_REGS a thread (ptxas spilled around
-   the exchange's wait at 40, aiming at three 512-thread CTAs). Told one CTA an SM, ptxas spent 255
-   registers on softmax 4096 x 131072 (8 CTAs of 128 x 16) and the driver ran
-   30 clusters, not 49; bounded to three it took 168 and no spills. The
+   the exchange's wait at 40, aiming at three 512-thread CTAs). Told one CTA
+   an SM, ptxas spent 255 registers on softmax 4096 x 131072 (8 CTAs of
+   128 x 16) and the driver ran 30 clusters, not 49; bounded to three it took
+   168 and no spills. The
    bound also leaves room for one vector of each COL input, live in the
    output phase (layernorm's weight and bias: 8 bytes spilled at 168). */
 static int bound_ctas(const tn_schedule_request *r, const tn_plan_desc *p) {
@@ -717,6 +718,13 @@ static int cluster_fit(const tn_schedule_request *r, tn_plan_desc *p, int cl, in
    16-byte aligned and is a multiple of 16 bytes long. */
 static int cluster_prefetch_ok(const tn_plan_desc *p, const tn_analysis *a) {
     return p->align_bytes >= 16 && p->vec * a->min_row_elem_size >= 16;
+}
+
+/* Vectors a cluster thread may keep: `most`, shared among the ROW inputs a
+   thread loads, at least TN_REG_BATCH_TARGET. */
+static int slice_batch(const tn_analysis *a, int most) {
+    const int inputs = a->num_stage_inputs > 1 ? a->num_stage_inputs : 1;
+    return most / inputs > TN_REG_BATCH_TARGET ? most / inputs : TN_REG_BATCH_TARGET;
 }
 
 /* The cluster for slices of at most `batch` vectors a thread: the smallest
@@ -790,20 +798,17 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
                    "tma plans stream it%s", a->special_evals,
                    a->num_carried ? ", two rows at once" : " (no value to carry in registers)");
     }
-    const int inputs = a->num_stage_inputs > 1 ? a->num_stage_inputs : 1;
     /* Few rows take more vectors a thread, unless that leaves no room to carry (softmax 33 x 98304 over 8 CTAs of
        128 x 12 carrying exp: 8.3-8.9 us without carry, against 9.3 over 4 of 128 x 24). */
     const int most = few && !(heavy && a->num_carried) ? TN_CLUSTER_FEW_BATCH : TN_REG_BATCH_LONGER;
-    int batch = most / inputs > TN_REG_BATCH_TARGET ? most / inputs : TN_REG_BATCH_TARGET;
+    const int batch = slice_batch(a, most);
     const tn_plan_desc base = *p;
     int cl = cluster_pick(r, p, batch, heavy, few, must_carry);
     /* The few rows' 16 vectors a thread were for carrying: where the values do not fit even so (vectors narrowed
        by alignment), the 24. */
     if (cl && few && heavy && a->num_carried && most != TN_CLUSTER_FEW_BATCH && !carry_fits(r, p)) {
         tn_plan_desc wide = base;
-        const int wide_batch = TN_CLUSTER_FEW_BATCH / inputs > TN_REG_BATCH_TARGET ? TN_CLUSTER_FEW_BATCH / inputs
-                                                                                   : TN_REG_BATCH_TARGET;
-        const int wide_cl = cluster_pick(r, &wide, wide_batch, heavy, few, 0);
+        const int wide_cl = cluster_pick(r, &wide, slice_batch(a, TN_CLUSTER_FEW_BATCH), heavy, few, 0);
         if (wide_cl) *p = wide, cl = wide_cl;
     }
     if (!cl && must_carry)
@@ -959,13 +964,10 @@ int tn_schedule_candidates(const tn_schedule_request *r, tn_plan_desc *out, int 
     /* Plans that keep the row on chip, again with the special-function values a later phase needs carried in
        registers where they fit (untimed until tune on the GPU says: softmax's register plan takes 87 registers
        with it, 128 without, at 4096 x 16384). */
-    const int carried = r->analysis->num_carried;
-    for (int i = 0, plain = n; i < plain && n < cap && carried; i++) {
-        const int64_t floats = tn_plan_carry_floats(&out[i], carried);
-        if (floats > 0 && floats <= tn_plan_carry_limit(&out[i], r->props)) {
+    for (int i = 0, plain = n; i < plain && n < cap; i++)
+        if (carry_fits(r, &out[i])) {
             out[n] = out[i];
             out[n++].carry = 1;
         }
-    }
     return n;
 }
