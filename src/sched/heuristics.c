@@ -131,6 +131,18 @@ static int one_wave(const tn_schedule_request *r, int vec, int t) {
     return r->rows * t <= per_sm * d->sm_count;
 }
 
+/* Threads a row for rows of up to TN_REG_SHORT_ROW_VECTORS: two vectors a
+   thread, or fewer threads with more vectors each where two leave more than
+   an eighth of the lanes idle (192 vectors: 64 x 3, not 128 x 2); 0 for
+   longer rows. */
+static int short_row_threads(int64_t nv) {
+    if (nv > TN_REG_SHORT_ROW_VECTORS) return 0;
+    int t = 1;
+    while (ceil_div(nv, t) > 2) t *= 2;
+    while (t > 1 && 8 * nv < 7 * t * ceil_div(nv, t) && ceil_div(nv, t / 2) <= TN_REG_BATCH_LONG) t /= 2;
+    return t;
+}
+
 static int schedule_register(const tn_schedule_request *r, tn_plan_desc *p, int forced, char *err, size_t cap) {
     (void)forced;
     const tn_device_props *d = r->props;
@@ -139,11 +151,14 @@ static int schedule_register(const tn_schedule_request *r, tn_plan_desc *p, int 
     /* From 256 threads, the 16 vectors count every ROW input's loads (add_rmsnorm 4096 x 32768: 261.5 us at 512
        threads x 8, 279.5 at 256 x 16). */
     const int inputs = r->analysis->num_stage_inputs > 1 ? r->analysis->num_stage_inputs : 1;
-    int t = 1;
-    while (t < 1024 && ceil_div(nv, t) > (t < TN_REG_LONG_ROW_THREADS   ? TN_REG_BATCH_TARGET
-                                          : t < TN_REG_LONGER_ROW_THREADS ? TN_REG_BATCH_LONG
-                                                                          : TN_REG_BATCH_LONGER / inputs))
-        t *= 2;
+    int t = short_row_threads(nv);
+    if (!t) {
+        t = 1;
+        while (t < 1024 && ceil_div(nv, t) > (t < TN_REG_LONG_ROW_THREADS   ? TN_REG_BATCH_TARGET
+                                              : t < TN_REG_LONGER_ROW_THREADS ? TN_REG_BATCH_LONG
+                                                                              : TN_REG_BATCH_LONGER / inputs))
+            t *= 2;
+    }
     /* Few rows: give each row more threads so the SMs have work -- but not
        past the point where every row runs at once: a second wave costs more
        than the wider rows save (rmsnorm 512 x 8192 at 512 threads x 2
@@ -755,6 +770,43 @@ static int cluster_pick(const tn_schedule_request *r, tn_plan_desc *p, int batch
     return cl;
 }
 
+/* Rows one CTA's registers hold, but fewer than a quarter of the SMs: spread
+   over up to 8 CTAs each, at two vectors a thread or as short_row_threads
+   splits the slice (128 to 512 threads), while every CTA runs at once, at
+   most 4 an SM, and slices keep TN_CLUSTER_SHORT_SLICE bytes. tune on the
+   H200 (bf16, 2026-12-04), against the register plan's one CTA a row: rmsnorm
+   1 x 16384 1.49 us over 8 CTAs of 128 x 2 against 2.21; 8 x 16384 1.75
+   against 2.47; 33 x 24576 3.03 over 8 of 256 x 2 against 3.87; layernorm
+   8 x 16384 2.29 against 3.07; 33 x 24576 3.74 over 8 of 128 x 3 (4.23 at
+   256 x 2, a quarter of the lanes idle). Rows of 16 KiB or less stay in one
+   CTA (rmsnorm 1 x 8192 1.46 us, 1.41 over 4 CTAs; 64 x 8192 2.27, 2.39), and
+   so do 64 rows and more, which the register plan already spreads (rmsnorm
+   64 x 16384 3.42 us, 3.45 over 8 CTAs; 132 x 20480 5.12, 5.77 over 2;
+   layernorm 100 x 16384 over 4 CTAs of 256 x 2: the driver ran 92 clusters,
+   5.89 us). 0 (p untouched) where no such split fits. */
+static int spread_short_rows(const tn_schedule_request *r, tn_plan_desc *p) {
+    const tn_device_props *d = r->props;
+    const int64_t row_bytes = r->cols * r->analysis->buffer_elem_bytes, nv = r->cols / p->vec;
+    for (int cl = TN_MAX_CLUSTER; cl >= 2; cl /= 2) {
+        if (row_bytes / cl < TN_CLUSTER_SHORT_SLICE) continue;
+        int t = short_row_threads(nv / cl);
+        if (!t) /* a slice of over 512 vectors: two a thread at 512 threads, as below */
+            for (t = 128; t < TN_REG_WIDEN_MAX && ceil_div(nv / cl, t) > 2;) t *= 2;
+        t = t < 128 ? 128 : t;
+        tn_plan_desc q = *p;
+        if (t > TN_REG_WIDEN_MAX || !cluster_shape(r, &q, cl, t) ||
+            r->rows * cl > min_i64(4, slice_ctas_an_sm(r, &q)) * d->sm_count)
+            continue;
+        *p = q;
+        why(p, "cluster: %lld rows of %lld bytes leave SMs idle in one CTA a row: each split over %d CTAs of %d "
+            "threads, %d vectors each held in registers; reductions meet through distributed shared memory",
+            (long long)r->rows, (long long)row_bytes, cl, p->threads_per_row, p->batch);
+        choose_carry(r, p);
+        return 1;
+    }
+    return 0;
+}
+
 /* The cluster plan's region, from tune on the H200 (bf16, 2026-12-03, the
    exchange through st.async onto mbarriers):
    - rows one CTA's registers cannot hold, of fusions without special functions
@@ -769,12 +821,18 @@ static int cluster_pick(const tn_schedule_request *r, tn_plan_desc *p, int batch
      cluster 139.4, within noise);
    - few rows (under half the SMs; a quarter where one CTA's registers hold the
      row) of 64 KiB or more, widened while the clusters fit one wave and slices
-     stay 8 KiB (softmax 1 x 65536 3.64 us against 11.3 for one tma CTA).
+     stay 8 KiB (softmax 1 x 65536 3.64 us against 11.3 for one tma CTA);
+   - fewer rows than a quarter of the SMs, of 16 to 64 KiB, that one CTA would
+     hold (spread_short_rows).
    Each CTA keeps up to 16 vectors a thread (8 where two inputs are loaded), at
    the fewest threads from 128, in the smallest cluster that holds the row; a
    cluster of more than 2 CTAs must leave 2 CTAs an SM, so that a cluster need
    not wait for whole SMs of one GPC to drain (rmsnorm 4096 x 131072: 620 us
-   over 8 CTAs of 128 x 16, 728 over 4 of 256 x 16 at one CTA an SM). */
+   over 8 CTAs of 128 x 16, 728 over 4 of 256 x 16 at one CTA an SM). Tried
+   and dropped (tune, 2026-12-04): 8 vectors a thread at 2 CTAs an SM for
+   light fusions (rmsnorm even, add_rmsnorm 4096 x 65536 573 us against 550,
+   layernorm 490 against 313: ptxas took more registers than estimated and the
+   driver ran one CTA an SM). */
 static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int forced, char *err, size_t cap) {
     const tn_analysis *a = r->analysis;
     const tn_device_props *d = r->props;
@@ -789,10 +847,19 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
     const int fits_sm = row_bytes + 1024 <= d->smem_per_block_optin;
     const int heavy = a->special_evals >= 2; /* special functions in two or more phases */
     const int must_carry = !forced && !few && fits_sm && heavy;
+    if (!forced && one_cta && r->rows * 4 <= d->sm_count && row_bytes > TN_CLUSTER_SHORT_ROW_BYTES &&
+        row_bytes <= TN_CLUSTER_FEW_ROW_BYTES && spread_short_rows(r, p))
+        return 1;
     if (!forced && !few) {
-        if (one_cta)
+        if (one_cta && r->rows * 4 > d->sm_count)
             REJECT("the register plan holds the row (%lld bytes) in one CTA and %lld rows keep the SMs busy",
                    (long long)row_bytes, (long long)r->rows);
+        if (one_cta && row_bytes <= TN_CLUSTER_SHORT_ROW_BYTES)
+            REJECT("the register plan holds the row in one CTA, and rows of %lld bytes (at most %d) gain less from "
+                   "more SMs than a cluster costs", (long long)row_bytes, TN_CLUSTER_SHORT_ROW_BYTES);
+        if (one_cta)
+            REJECT("the register plan holds the row (%lld bytes) in one CTA, and no cluster splits it into slices of "
+                   "whole vectors of at least %d bytes", (long long)row_bytes, TN_CLUSTER_SHORT_SLICE);
         if (must_carry && (two_rows_fit(d, row_bytes) || !a->num_carried))
             REJECT("a row fits one SM's shared memory and the fusion evaluates special functions in %d phases: the "
                    "tma plans stream it%s", a->special_evals,

@@ -51,6 +51,12 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
    bytes: smaller ones spend more on the cluster barrier than they save. */
 #define TN_CLUSTER_FEW_ROW_BYTES (64 * 1024)
 #define TN_CLUSTER_MIN_SLICE (8 * 1024)
+/* Rows one CTA holds in registers are spread over a cluster, where there are
+   fewer rows than a quarter of the SMs, above this many bytes (up to
+   TN_CLUSTER_FEW_ROW_BYTES),
+   in slices of at least TN_CLUSTER_SHORT_SLICE (see spread_short_rows). */
+#define TN_CLUSTER_SHORT_ROW_BYTES (16 * 1024)
+#define TN_CLUSTER_SHORT_SLICE (4 * 1024)
 /* Vectors a thread of a cluster plan keeps for few rows (16 for many): with
    every row already on its own SMs, fewer threads holding more each reduce
    faster (tune, softmax 33 x 98304 bf16: 128 threads x 24 over 4 CTAs
@@ -65,6 +71,12 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
    layernorm 10000 x 6144 62.4 us at 128 x 6 against 65.3 at 256 x 3; rows of
    512 vectors (rmsnorm 32768 x 4096) within 1.2% of the best at 128 x 4. */
 #define TN_REG_BATCH_TARGET 4
+/* Rows of up to this many vectors take two a thread (short_row_threads): tune
+   on the H200, bf16, 2026-12-04: rmsnorm 16384 x 1024 17.4 us at 64 threads x
+   2 against 19.0 at 32 x 4; 4096 x 2048 9.5 against 11.4; 4096 x 4096 18.0 at
+   256 x 2 against 19.4 at 128 x 4; layernorm and softmax 16384 x 1024 3-4%.
+   Longer rows gain from more vectors a thread (below). */
+#define TN_REG_SHORT_ROW_VECTORS 512
 #define TN_REG_BATCH_LONG 8
 #define TN_REG_LONG_ROW_THREADS 128
 /* ... and up to 16 once a row has 256 threads: tune on the H200 (bf16),
@@ -89,6 +101,10 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
 /* Fewest registers a thread a cluster kernel is compiled for when it aims at
    several CTAs an SM (ptxas spilled at 40; 168 held 16 vectors with room). */
 #define TN_CLUSTER_MIN_REGS 64
-#define TN_BLOCK_TARGET 256     /* threads per CTA the register plan aims for */
+/* Threads a CTA the register plan aims for, in rows of fewer threads: tune on
+   the H200 (bf16, 2026-12-04): rmsnorm 16384 x 1024 17.4 us at 2 rows of 64
+   threads against 18.1 at 4; 4096 x 2048 9.5 at one row of 128 against 9.9 at
+   2; 65536 x 512 the same at 4 rows of 32 as at 16. */
+#define TN_BLOCK_TARGET 128
 
 #endif

@@ -160,6 +160,38 @@ static void test_decisions(tn_context *ctx) {
     req.cols = 4096;
     req.rows = 100000; /* many waves: ptxas chooses */
     CHECK(tn_schedule(&req, &p, err, sizeof err) && p.ctas_per_sm == 0, "100000x4096: ctas_per_sm %d", p.ctas_per_sm);
+    /* Rows of up to 512 vectors: two a thread (tune: 16384 x 1024 17.4 us at 64 x 2, 19.0 at 32 x 4), or more
+       where two leave lanes idle: 1536 columns (192 vectors) 64 x 3, 2560 (320) 64 x 5, not 128 x 2 or 128 x 3. */
+    const struct { int64_t rows, cols; int t, batch; } short_rows[] = {
+        {16384, 1024, 64, 2}, {65536, 512, 32, 2}, {4096, 4096, 256, 2}, {65536, 1536, 64, 3}, {2000, 2560, 64, 5},
+        {10000, 3072, 128, 3}, {4096, 8192, 128, 8}};
+    for (size_t i = 0; i < sizeof short_rows / sizeof short_rows[0]; i++) {
+        req.rows = short_rows[i].rows;
+        req.cols = short_rows[i].cols;
+        CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_REGISTER &&
+                  p.threads_per_row == short_rows[i].t && p.batch == short_rows[i].batch,
+              "rmsnorm %lldx%lld: %d x %d, want %d x %d", (long long)req.rows, (long long)req.cols, p.threads_per_row,
+              p.batch, short_rows[i].t, short_rows[i].batch);
+    }
+    /* Under a quarter of the SMs of rows over 16 KiB that one CTA would hold: spread over a cluster at two vectors
+       a thread (1 x 16384: 8 CTAs of 128 x 2), lanes kept busy (33 x 24576: 384 vectors a CTA, 128 x 3); rows of
+       16 KiB, and 64 rows, stay in the register plan. */
+    const struct { int64_t rows, cols; int cluster, t, batch; } spread[] = {
+        {1, 16384, 8, 128, 2}, {8, 16384, 8, 128, 2}, {33, 24576, 8, 128, 3}, {1, 8192, 1, 0, 0},
+        {64, 16384, 1, 0, 0}, {34, 24576, 1, 0, 0}};
+    for (size_t i = 0; i < sizeof spread / sizeof spread[0]; i++) {
+        req.rows = spread[i].rows;
+        req.cols = spread[i].cols;
+        const int ok = tn_schedule(&req, &p, err, sizeof err);
+        if (spread[i].cluster == 1)
+            CHECK(ok && p.kind == TN_PLAN_REGISTER, "rmsnorm %lldx%lld in one CTA a row: %s", (long long)req.rows,
+                  (long long)req.cols, p.why);
+        else
+            CHECK(ok && p.kind == TN_PLAN_CLUSTER && p.cluster == spread[i].cluster &&
+                      p.threads_per_row == spread[i].t && p.batch == spread[i].batch,
+                  "rmsnorm %lldx%lld spread over %d CTAs of %d x %d: %s", (long long)req.rows, (long long)req.cols,
+                  spread[i].cluster, spread[i].t, spread[i].batch, p.why);
+    }
     tn_fusion_destroy(f);
     /* Softmax rows too long for two to fit in shared memory: a cluster holding row and exps in registers at 2 or
        more CTAs an SM (tune: 283 us against tma-ws 305 at 4096 x 65536); tma-ws (streamed in chunks, several rows
