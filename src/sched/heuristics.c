@@ -132,13 +132,13 @@ static int one_wave(const tn_schedule_request *r, int vec, int t) {
 }
 
 /* Threads a row for rows of up to TN_REG_SHORT_ROW_VECTORS: two vectors a
-   thread, or fewer threads with more vectors each where two leave more than
-   an eighth of the lanes idle (192 vectors: 64 x 3, not 128 x 2); 0 for
-   longer rows. */
+   thread up to TN_REG_SHORT_ROW_THREADS, or fewer threads with more vectors
+   each where that leaves more than an eighth of the lanes idle (192 vectors:
+   64 x 3, not 128 x 2); 0 for longer rows. */
 static int short_row_threads(int64_t nv) {
     if (nv > TN_REG_SHORT_ROW_VECTORS) return 0;
     int t = 1;
-    while (ceil_div(nv, t) > 2) t *= 2;
+    while (ceil_div(nv, t) > 2 && t < TN_REG_SHORT_ROW_THREADS) t *= 2;
     while (t > 1 && 8 * nv < 7 * t * ceil_div(nv, t) && ceil_div(nv, t / 2) <= TN_REG_BATCH_LONG) t /= 2;
     return t;
 }
@@ -771,26 +771,28 @@ static int cluster_pick(const tn_schedule_request *r, tn_plan_desc *p, int batch
 }
 
 /* Rows one CTA's registers hold, but fewer than a quarter of the SMs: spread
-   over up to 8 CTAs each, at two vectors a thread or as short_row_threads
-   splits the slice (128 to 512 threads), while every CTA runs at once, at
-   most 4 an SM, and slices keep TN_CLUSTER_SHORT_SLICE bytes. tune on the
-   H200 (bf16, 2026-12-04), against the register plan's one CTA a row: rmsnorm
-   1 x 16384 1.49 us over 8 CTAs of 128 x 2 against 2.21; 8 x 16384 1.75
-   against 2.47; 33 x 24576 3.03 over 8 of 256 x 2 against 3.87; layernorm
-   8 x 16384 2.29 against 3.07; 33 x 24576 3.74 over 8 of 128 x 3 (4.23 at
-   256 x 2, a quarter of the lanes idle). Rows of 16 KiB or less stay in one
-   CTA (rmsnorm 1 x 8192 1.46 us, 1.41 over 4 CTAs; 64 x 8192 2.27, 2.39), and
-   so do 64 rows and more, which the register plan already spreads (rmsnorm
-   64 x 16384 3.42 us, 3.45 over 8 CTAs; 132 x 20480 5.12, 5.77 over 2;
-   layernorm 100 x 16384 over 4 CTAs of 256 x 2: the driver ran 92 clusters,
-   5.89 us). 0 (p untouched) where no such split fits. */
+   over up to 8 CTAs each, while every CTA runs at once, at most 4 an SM, and
+   slices keep TN_CLUSTER_SHORT_SLICE bytes; two vectors a thread (128 to 512
+   threads) for fusions of one reduction, or as short_row_threads splits the
+   slice for those of more, whose every reduction waits on every warp. tune on
+   the H200 (bf16, 2026-12-04), against the register plan's one CTA a row:
+   rmsnorm 1 x 16384 1.49 us over 8 CTAs of 128 x 2 against 2.21; 8 x 16384
+   1.75 against 2.47; 33 x 24576 3.04 over 8 of 256 x 2 against 3.87 (3.25 at
+   128 x 3); layernorm 8 x 16384 2.29 against 3.07; 33 x 24576 3.73 over 8 of
+   128 x 3 (4.23 at 256 x 2); rmsnorm 1 x 12288 1.57 over 8 slices of 3 KiB,
+   1.61 over 4. Rows of 16 KiB or less stay in one CTA (rmsnorm 1 x 8192 1.46
+   us, 1.41 over 4 CTAs; 64 x 8192 2.27, 2.39), and so do 34 rows and more,
+   which the register plan already spreads (rmsnorm 64 x 16384 3.42 us, 3.45
+   over 8 CTAs; 132 x 20480 5.12, 5.77 over 2; layernorm 100 x 16384 over 4
+   CTAs of 256 x 2: the driver ran 92 clusters, 5.89 us). 0 (p untouched)
+   where no such split fits. */
 static int spread_short_rows(const tn_schedule_request *r, tn_plan_desc *p) {
     const tn_device_props *d = r->props;
     const int64_t row_bytes = r->cols * r->analysis->buffer_elem_bytes, nv = r->cols / p->vec;
     for (int cl = TN_MAX_CLUSTER; cl >= 2; cl /= 2) {
         if (row_bytes / cl < TN_CLUSTER_SHORT_SLICE) continue;
-        int t = short_row_threads(nv / cl);
-        if (!t) /* a slice of over 512 vectors: two a thread at 512 threads, as below */
+        int t = r->analysis->num_levels > 1 ? short_row_threads(nv / cl) : 0;
+        if (!t) /* one reduction (or a slice of over 512 vectors): two vectors a thread, lanes idle or not */
             for (t = 128; t < TN_REG_WIDEN_MAX && ceil_div(nv / cl, t) > 2;) t *= 2;
         t = t < 128 ? 128 : t;
         tn_plan_desc q = *p;

@@ -56,7 +56,7 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
    TN_CLUSTER_FEW_ROW_BYTES),
    in slices of at least TN_CLUSTER_SHORT_SLICE (see spread_short_rows). */
 #define TN_CLUSTER_SHORT_ROW_BYTES (16 * 1024)
-#define TN_CLUSTER_SHORT_SLICE (4 * 1024)
+#define TN_CLUSTER_SHORT_SLICE (2 * 1024) /* a vector for each of 128 threads */
 /* Vectors a thread of a cluster plan keeps for few rows (16 for many): with
    every row already on its own SMs, fewer threads holding more each reduce
    faster (tune, softmax 33 x 98304 bf16: 128 threads x 24 over 4 CTAs
@@ -71,12 +71,15 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
    layernorm 10000 x 6144 62.4 us at 128 x 6 against 65.3 at 256 x 3; rows of
    512 vectors (rmsnorm 32768 x 4096) within 1.2% of the best at 128 x 4. */
 #define TN_REG_BATCH_TARGET 4
-/* Rows of up to this many vectors take two a thread (short_row_threads): tune
-   on the H200, bf16, 2026-12-04: rmsnorm 16384 x 1024 17.4 us at 64 threads x
-   2 against 19.0 at 32 x 4; 4096 x 2048 9.5 against 11.4; 4096 x 4096 18.0 at
-   256 x 2 against 19.4 at 128 x 4; layernorm and softmax 16384 x 1024 3-4%.
-   Longer rows gain from more vectors a thread (below). */
+/* Rows of up to this many vectors take two a thread, at up to 128 threads
+   (short_row_threads): tune on the H200, bf16, 2026-12-04: rmsnorm 16384 x
+   1024 17.4 us at 64 threads x 2 against 19.0 at 32 x 4; 4096 x 2048 9.5
+   against 11.4; 16384 x 2048 33.0 against 34.5; layernorm and softmax 16384 x
+   1024 3-4%. Not 256 x 2 for rows of 512 vectors: layernorm 32768 x 4096 155.0
+   us against 130.8 at 128 x 4 (rmsnorm 4096 x 4096 gained, 18.0 against
+   18.9). Longer rows gain from more vectors a thread (below). */
 #define TN_REG_SHORT_ROW_VECTORS 512
+#define TN_REG_SHORT_ROW_THREADS 128
 #define TN_REG_BATCH_LONG 8
 #define TN_REG_LONG_ROW_THREADS 128
 /* ... and up to 16 once a row has 256 threads: tune on the H200 (bf16),

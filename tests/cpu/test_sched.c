@@ -163,7 +163,7 @@ static void test_decisions(tn_context *ctx) {
     /* Rows of up to 512 vectors: two a thread (tune: 16384 x 1024 17.4 us at 64 x 2, 19.0 at 32 x 4), or more
        where two leave lanes idle: 1536 columns (192 vectors) 64 x 3, 2560 (320) 64 x 5, not 128 x 2 or 128 x 3. */
     const struct { int64_t rows, cols; int t, batch; } short_rows[] = {
-        {16384, 1024, 64, 2}, {65536, 512, 32, 2}, {4096, 4096, 256, 2}, {65536, 1536, 64, 3}, {2000, 2560, 64, 5},
+        {16384, 1024, 64, 2}, {65536, 512, 32, 2}, {32768, 4096, 128, 4}, {65536, 1536, 64, 3}, {2000, 2560, 64, 5},
         {10000, 3072, 128, 3}, {4096, 8192, 128, 8}};
     for (size_t i = 0; i < sizeof short_rows / sizeof short_rows[0]; i++) {
         req.rows = short_rows[i].rows;
@@ -174,11 +174,12 @@ static void test_decisions(tn_context *ctx) {
               p.batch, short_rows[i].t, short_rows[i].batch);
     }
     /* Under a quarter of the SMs of rows over 16 KiB that one CTA would hold: spread over a cluster at two vectors
-       a thread (1 x 16384: 8 CTAs of 128 x 2), lanes kept busy (33 x 24576: 384 vectors a CTA, 128 x 3); rows of
-       16 KiB, and 64 rows, stay in the register plan. */
+       a thread (1 x 16384: 8 CTAs of 128 x 2; 33 x 24576: 384 vectors a CTA, 256 x 2 with a quarter of the lanes
+       idle, as rmsnorm has one reduction; layernorm's two take 128 x 3, below); rows of 16 KiB, and 34 rows,
+       stay in the register plan. */
     const struct { int64_t rows, cols; int cluster, t, batch; } spread[] = {
-        {1, 16384, 8, 128, 2}, {8, 16384, 8, 128, 2}, {33, 24576, 8, 128, 3}, {1, 8192, 1, 0, 0},
-        {64, 16384, 1, 0, 0}, {34, 24576, 1, 0, 0}};
+        {1, 16384, 8, 128, 2}, {8, 16384, 8, 128, 2}, {33, 24576, 8, 256, 2}, {1, 12288, 8, 128, 2},
+        {1, 8192, 1, 0, 0},    {64, 16384, 1, 0, 0},  {34, 24576, 1, 0, 0}};
     for (size_t i = 0; i < sizeof spread / sizeof spread[0]; i++) {
         req.rows = spread[i].rows;
         req.cols = spread[i].cols;
@@ -192,6 +193,14 @@ static void test_decisions(tn_context *ctx) {
                   "rmsnorm %lldx%lld spread over %d CTAs of %d x %d: %s", (long long)req.rows, (long long)req.cols,
                   spread[i].cluster, spread[i].t, spread[i].batch, p.why);
     }
+    tn_fusion_destroy(f);
+    tn_fusion_builtin(ctx, TN_BUILTIN_LAYERNORM, &o, &f);
+    tn_analyze(f, &a);
+    req.rows = 33;
+    req.cols = 24576;
+    CHECK(a.num_levels == 2 && tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER &&
+              p.cluster == 8 && p.threads_per_row == 128 && p.batch == 3,
+          "layernorm 33x24576: 8 CTAs of 128 x 3: %s", p.why);
     tn_fusion_destroy(f);
     /* Softmax rows too long for two to fit in shared memory: a cluster holding row and exps in registers at 2 or
        more CTAs an SM (tune: 283 us against tma-ws 305 at 4096 x 65536); tma-ws (streamed in chunks, several rows

@@ -1,5 +1,5 @@
 // row storage: registers; skeleton: grid-stride
-extern "C" __global__ void __launch_bounds__(256) tn_kernel(
+extern "C" __global__ void __launch_bounds__(128) tn_kernel(
     const tn_u16 *__restrict__ in0,
     const long long in0_ld,
     const tn_u16 *__restrict__ in1,
@@ -7,8 +7,8 @@ extern "C" __global__ void __launch_bounds__(256) tn_kernel(
     const long long out0_ld,
     const float prm0,
     const long long M) {
-    constexpr int N = 4096, V = 8, NV = N / V, T = 256, R = 1;
-    constexpr int P = 2;  // vectors each thread keeps per row
+    constexpr int N = 4096, V = 8, NV = N / V, T = 128, R = 1;
+    constexpr int P = 4;  // vectors each thread keeps per row
     constexpr int A = 8;  // accumulators per reduction and thread
     (void)R;
     __shared__ float tn_red[1][R][T / 32];
@@ -26,13 +26,6 @@ extern "C" __global__ void __launch_bounds__(256) tn_kernel(
             const int vi = p * T + tr;
             if (live && vi < NV) tn_vload(bb0[p], in0 + row * in0_ld + vi * V);
             else tn_vzero(bb0[p]);
-        }
-        tn_vec<tn_u16, V> cc1[P];  // issued with the row's loads
-#pragma unroll
-        for (int p = 0; p < P; p++) {
-            const int vi = p * T + tr;
-            if (vi < NV) tn_vload(cc1[p], in1 + vi * V);
-            else tn_vzero(cc1[p]);
         }
         float acc4[A];
 #pragma unroll
@@ -60,7 +53,8 @@ extern "C" __global__ void __launch_bounds__(256) tn_kernel(
             const int vi = p * T + tr;
             if (live && vi < NV) {
                 const tn_vec<tn_u16, V> &b0 = bb0[p];
-                const tn_vec<tn_u16, V> &c1 = cc1[p];
+                tn_vec<tn_u16, V> c1;
+                tn_vload(c1, in1 + vi * V);
                 tn_vec<tn_u16, V> o0;
                 #pragma unroll
                 for (int v = 0; v < V; v++) {
