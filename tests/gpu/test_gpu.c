@@ -533,6 +533,17 @@ int main(int argc, char **argv) {
                 t.kind = "cluster";
                 run_case(ctx, &t);
             }
+        /* The scheduler's own plans where the short-row rule (two vectors a thread, lanes kept busy) and the
+           spread rule (few rows of 16-64 KiB over a cluster) apply, odd widths included, every op and dtype. */
+        const int64_t spread[][2] = {{1, 12288},   {1, 16384},   {5, 20480}, {33, 24576},  {8, 32768},
+                                     {33, 12320},  {3, 24573},   {7, 7000},  {16384, 1024}, {2000, 2560},
+                                     {4096, 1536}, {1000, 1000}};
+        for (int op = 0; op < TN_BUILTIN_COUNT; op++)
+            for (int d = 0; d < 3; d++)
+                for (int i = 0; i < (int)(sizeof spread / sizeof spread[0]); i++) {
+                    gpu_case c = {(tn_builtin)op, dtypes[d], dtypes[d], dtypes[d], 0, spread[i][0], spread[i][1], NULL, 0, 0};
+                    run_case(ctx, &c);
+                }
         /* The cluster plan over long rows and few rows: N in {4096, 65536, 65537 (refused: odd), 131072,
            262144} x M in {1, 3, 64, 1000}, every op, bf16 and (where a slice fits) f16 and f32. */
         const int64_t ccols[] = {4096, 65536, 65537, 131072, 262144};
