@@ -860,8 +860,9 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
             REJECT("the register plan holds the row in one CTA, and rows of %lld bytes (at most %d) gain less from "
                    "more SMs than a cluster costs", (long long)row_bytes, TN_CLUSTER_SHORT_ROW_BYTES);
         if (one_cta)
-            REJECT("the register plan holds the row (%lld bytes) in one CTA, and no cluster splits it into slices of "
-                   "whole vectors of at least %d bytes", (long long)row_bytes, TN_CLUSTER_SHORT_SLICE);
+            REJECT("the register plan holds the row (%lld bytes) in one CTA, and no cluster of 2 to %d CTAs splits it "
+                   "into slices of whole vectors of at least %d bytes that all run at once", (long long)row_bytes,
+                   TN_MAX_CLUSTER, TN_CLUSTER_SHORT_SLICE);
         if (must_carry && (two_rows_fit(d, row_bytes) || !a->num_carried))
             REJECT("a row fits one SM's shared memory and the fusion evaluates special functions in %d phases: the "
                    "tma plans stream it%s", a->special_evals,
