@@ -132,9 +132,10 @@ static int one_wave(const tn_schedule_request *r, int vec, int t) {
 }
 
 /* Threads a row for rows of up to TN_REG_SHORT_ROW_VECTORS: two vectors a
-   thread up to TN_REG_SHORT_ROW_THREADS, or fewer threads with more vectors
-   each where that leaves more than an eighth of the lanes idle (192 vectors:
-   64 x 3, not 128 x 2); 0 for longer rows. */
+   thread up to TN_REG_SHORT_ROW_THREADS (so rows of 257-512 vectors take 3-4
+   at 128), or fewer threads with more vectors each (at most
+   TN_REG_BATCH_LONG) where that leaves more than an eighth of the lanes idle
+   (192 vectors: 64 x 3, not 128 x 2); 0 for longer rows. */
 static int short_row_threads(int64_t nv) {
     if (nv > TN_REG_SHORT_ROW_VECTORS) return 0;
     int t = 1;
@@ -152,11 +153,10 @@ static int schedule_register(const tn_schedule_request *r, tn_plan_desc *p, int 
        threads x 8, 279.5 at 256 x 16). */
     const int inputs = r->analysis->num_stage_inputs > 1 ? r->analysis->num_stage_inputs : 1;
     int t = short_row_threads(nv);
-    if (!t) {
-        t = 1;
-        while (t < 1024 && ceil_div(nv, t) > (t < TN_REG_LONG_ROW_THREADS   ? TN_REG_BATCH_TARGET
-                                              : t < TN_REG_LONGER_ROW_THREADS ? TN_REG_BATCH_LONG
-                                                                              : TN_REG_BATCH_LONGER / inputs))
+    if (!t) { /* over 512 vectors: from 128 threads, up to 8 vectors each, 16 from 256 */
+        t = TN_REG_LONG_ROW_THREADS;
+        while (t < 1024 && ceil_div(nv, t) > (t < TN_REG_LONGER_ROW_THREADS ? TN_REG_BATCH_LONG
+                                                                           : TN_REG_BATCH_LONGER / inputs))
             t *= 2;
     }
     /* Few rows: give each row more threads so the SMs have work -- but not
@@ -771,38 +771,44 @@ static int cluster_pick(const tn_schedule_request *r, tn_plan_desc *p, int batch
 }
 
 /* Rows one CTA's registers hold, but fewer than a quarter of the SMs: spread
-   over up to 8 CTAs each, while every CTA runs at once, at most 4 an SM, and
-   slices keep TN_CLUSTER_SHORT_SLICE bytes; two vectors a thread (128 to 512
-   threads) for fusions of one reduction, or as short_row_threads splits the
-   slice for those of more, whose every reduction waits on every warp. tune on
-   the H200 (bf16, 2026-12-04), against the register plan's one CTA a row:
-   rmsnorm 1 x 16384 1.49 us over 8 CTAs of 128 x 2 against 2.21; 8 x 16384
-   1.75 against 2.47; 33 x 24576 3.04 over 8 of 256 x 2 against 3.87 (3.25 at
-   128 x 3); layernorm 8 x 16384 2.29 against 3.07; 33 x 24576 3.73 over 8 of
-   128 x 3 (4.23 at 256 x 2); rmsnorm 1 x 12288 1.57 over 8 slices of 3 KiB,
+   over up to 8 CTAs each (slices of over 2 KiB: rows over
+   TN_CLUSTER_SHORT_ROW_BYTES), every CTA at once, at most 4 an SM, and, for
+   heavy fusions, 2 or more an SM where the cluster has more than 2 CTAs (as
+   cluster_pick asks); at the fewest threads from 128 that keep at most two
+   vectors each for fusions of one reduction, at most TN_REG_BATCH_LONG for
+   those of more, whose every reduction waits on every warp. tune on the H200
+   (bf16, 2026-12-04), against the register plan's one CTA a row: rmsnorm 1 x
+   16384 1.49 us over 8 CTAs of 128 x 2 against 2.21; 8 x 16384 1.75 against
+   2.47; 33 x 24576 3.04 over 8 of 256 x 2 against 3.87 (3.25 at 128 x 3);
+   layernorm 8 x 16384 2.29 against 3.07; 33 x 24576 3.73 over 8 of 128 x 3
+   (4.23 at 256 x 2); softmax 1 x 16384 1.91 and 33 x 24576 3.43 (best
+   candidates 1.91, 3.36); rmsnorm 1 x 12288 1.57 over 8 slices of 3 KiB,
    1.61 over 4. Rows of 16 KiB or less stay in one CTA (rmsnorm 1 x 8192 1.46
    us, 1.41 over 4 CTAs; 64 x 8192 2.27, 2.39), and so do 34 rows and more,
    which the register plan already spreads (rmsnorm 64 x 16384 3.42 us, 3.45
    over 8 CTAs; 132 x 20480 5.12, 5.77 over 2; layernorm 100 x 16384 over 4
    CTAs of 256 x 2: the driver ran 92 clusters, 5.89 us). 0 (p untouched)
-   where no such split fits. */
+   where no cluster splits the row's vectors evenly under those limits. */
 static int spread_short_rows(const tn_schedule_request *r, tn_plan_desc *p) {
     const tn_device_props *d = r->props;
-    const int64_t row_bytes = r->cols * r->analysis->buffer_elem_bytes, nv = r->cols / p->vec;
+    const tn_analysis *a = r->analysis;
+    const int64_t nv = r->cols / p->vec;
+    const int most = a->num_levels > 1 ? TN_REG_BATCH_LONG : 2;
     for (int cl = TN_MAX_CLUSTER; cl >= 2; cl /= 2) {
-        if (row_bytes / cl < TN_CLUSTER_SHORT_SLICE) continue;
-        int t = r->analysis->num_levels > 1 ? short_row_threads(nv / cl) : 0;
-        if (!t) /* one reduction (or a slice of over 512 vectors): two vectors a thread, lanes idle or not */
-            for (t = 128; t < TN_REG_WIDEN_MAX && ceil_div(nv / cl, t) > 2;) t *= 2;
-        t = t < 128 ? 128 : t;
+        int t = 128;
+        while (t < TN_REG_WIDEN_MAX && ceil_div(nv / cl, t) > most) t *= 2;
         tn_plan_desc q = *p;
-        if (t > TN_REG_WIDEN_MAX || !cluster_shape(r, &q, cl, t) ||
-            r->rows * cl > min_i64(4, slice_ctas_an_sm(r, &q)) * d->sm_count)
+        if (!cluster_shape(r, &q, cl, t)) continue;
+        const int64_t per_sm = slice_ctas_an_sm(r, &q);
+        if (r->rows * cl > min_i64(4, per_sm) * d->sm_count || (a->special_evals >= 2 && cl > 2 && per_sm < 2))
             continue;
         *p = q;
         why(p, "cluster: %lld rows of %lld bytes leave SMs idle in one CTA a row: each split over %d CTAs of %d "
             "threads, %d vectors each held in registers; reductions meet through distributed shared memory",
-            (long long)r->rows, (long long)row_bytes, cl, p->threads_per_row, p->batch);
+            (long long)r->rows, (long long)(r->cols * a->buffer_elem_bytes), cl, p->threads_per_row, p->batch);
+        if (p->ctas_per_sm)
+            why(p, "compiled for %d CTAs an SM: special functions in %d phases keep each CTA computing long",
+                p->ctas_per_sm, a->special_evals);
         choose_carry(r, p);
         return 1;
     }
@@ -824,8 +830,8 @@ static int spread_short_rows(const tn_schedule_request *r, tn_plan_desc *p) {
    - few rows (under half the SMs; a quarter where one CTA's registers hold the
      row) of 64 KiB or more, widened while the clusters fit one wave and slices
      stay 8 KiB (softmax 1 x 65536 3.64 us against 11.3 for one tma CTA);
-   - fewer rows than a quarter of the SMs, of 16 to 64 KiB, that one CTA would
-     hold (spread_short_rows).
+   - fewer rows than a quarter of the SMs, of over 16 KiB and under 64 KiB,
+     that one CTA would hold (spread_short_rows).
    Each CTA keeps up to 16 vectors a thread (8 where two inputs are loaded), at
    the fewest threads from 128, in the smallest cluster that holds the row; a
    cluster of more than 2 CTAs must leave 2 CTAs an SM, so that a cluster need
@@ -850,7 +856,7 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
     const int heavy = a->special_evals >= 2; /* special functions in two or more phases */
     const int must_carry = !forced && !few && fits_sm && heavy;
     if (!forced && one_cta && r->rows * 4 <= d->sm_count && row_bytes > TN_CLUSTER_SHORT_ROW_BYTES &&
-        row_bytes <= TN_CLUSTER_FEW_ROW_BYTES && spread_short_rows(r, p))
+        row_bytes < TN_CLUSTER_FEW_ROW_BYTES && spread_short_rows(r, p))
         return 1;
     if (!forced && !few) {
         if (one_cta && r->rows * 4 > d->sm_count)
@@ -860,9 +866,9 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
             REJECT("the register plan holds the row in one CTA, and rows of %lld bytes (at most %d) gain less from "
                    "more SMs than a cluster costs", (long long)row_bytes, TN_CLUSTER_SHORT_ROW_BYTES);
         if (one_cta)
-            REJECT("the register plan holds the row (%lld bytes) in one CTA, and no cluster of 2 to %d CTAs splits it "
-                   "into slices of whole vectors of at least %d bytes that all run at once", (long long)row_bytes,
-                   TN_MAX_CLUSTER, TN_CLUSTER_SHORT_SLICE);
+            REJECT("the register plan holds the row (%lld bytes) in one CTA, and no cluster of 2 to %d CTAs splits "
+                   "its %lld vectors into equal slices that all run at once", (long long)row_bytes, TN_MAX_CLUSTER,
+                   (long long)nv);
         if (must_carry && (two_rows_fit(d, row_bytes) || !a->num_carried))
             REJECT("a row fits one SM's shared memory and the fusion evaluates special functions in %d phases: the "
                    "tma plans stream it%s", a->special_evals,

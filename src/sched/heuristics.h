@@ -52,11 +52,9 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
 #define TN_CLUSTER_FEW_ROW_BYTES (64 * 1024)
 #define TN_CLUSTER_MIN_SLICE (8 * 1024)
 /* Rows one CTA holds in registers are spread over a cluster, where there are
-   fewer rows than a quarter of the SMs, above this many bytes (up to
-   TN_CLUSTER_FEW_ROW_BYTES),
-   in slices of at least TN_CLUSTER_SHORT_SLICE (see spread_short_rows). */
+   fewer rows than a quarter of the SMs, above this many bytes and under
+   TN_CLUSTER_FEW_ROW_BYTES (see spread_short_rows). */
 #define TN_CLUSTER_SHORT_ROW_BYTES (16 * 1024)
-#define TN_CLUSTER_SHORT_SLICE (2 * 1024) /* a vector for each of 128 threads */
 /* Vectors a thread of a cluster plan keeps for few rows (16 for many): with
    every row already on its own SMs, fewer threads holding more each reduce
    faster (tune, softmax 33 x 98304 bf16: 128 threads x 24 over 4 CTAs
@@ -64,9 +62,10 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
 #define TN_CLUSTER_FEW_BATCH 24
 
 /* Register plan limits, exposed for the tests' invariants. */
-/* Vectors a thread keeps per row before rows widen: 4, and up to 8 once a row
-   has 128 threads, so long rows keep up to 8 x 16 bytes in flight per thread
-   and fewer warps meet in each reduction. From tune on the H200 (bf16):
+/* The fewest vectors a cluster thread is given to keep (slice_batch). Rows of
+   over TN_REG_SHORT_ROW_VECTORS take up to 8 vectors a thread in the register
+   plan from 128 threads, so long rows keep up to 8 x 16 bytes in flight per
+   thread and fewer warps meet in each reduction. From tune on the H200 (bf16):
    layernorm 4096 x 16384 69.7 us at 256 threads x 8 against 103.5 at 512 x 4;
    layernorm 10000 x 6144 62.4 us at 128 x 6 against 65.3 at 256 x 3; rows of
    512 vectors (rmsnorm 32768 x 4096) within 1.2% of the best at 128 x 4. */
