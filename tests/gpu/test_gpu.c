@@ -534,7 +534,8 @@ int main(int argc, char **argv) {
                 run_case(ctx, &t);
             }
         /* The scheduler's own plans where the short-row rule (two vectors a thread, lanes kept busy) and the
-           spread rule (few rows of 16-64 KiB over a cluster; 8 x 32768, 64 KiB, is the few-row rule's) apply, odd widths included, every op and dtype. */
+           spread rule (few rows of 16-64 KiB over a cluster; 8 x 32768, 64 KiB, is the few-row rule's) apply,
+           odd widths included, every op and dtype. */
         const int64_t spread[][2] = {{1, 12288},   {1, 16384},   {5, 20480}, {33, 24576},  {8, 32768},
                                      {33, 12320},  {3, 24573},   {7, 7000},  {16384, 1024}, {2000, 2560},
                                      {4096, 1536}, {1000, 1000}};
