@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/plan_internal.h"
 #include "rt/runtime.h"
 #include "gpu_check.h"
 #include "sched/heuristics.h"
@@ -83,24 +84,13 @@ int tn_tune(tn_context *ctx, const tn_fusion *f, int64_t rows, int64_t cols, con
     tn_analysis a;
     tn_analyze(f, &a);
     /* The scheduler's plan as the library builds it (after any recompile or fallback where ptxas spilled). */
-    tn_plan_desc chosen;
-    char err[320] = "";
     tn_plan *built = NULL;
     if (tn_plan_create(ctx, f, rows, cols, NULL, &built) != TN_STATUS_OK) {
         fprintf(stderr, "tmanorm tune: %s\n", tn_context_last_error(ctx));
         return 2;
     }
-    size_t len = 0;
-    tn_plan_describe(built, TN_DESCRIBE_JSON, NULL, 0, &len);
-    char *json = malloc(len + 1);
-    const int parsed = json && tn_plan_describe(built, TN_DESCRIBE_JSON, json, len + 1, NULL) == TN_STATUS_OK &&
-                       tn_plan_desc_parse(json, &chosen, err, sizeof err);
-    free(json);
+    const tn_plan_desc chosen = *tn_plan_primary_desc(built);
     tn_plan_destroy(built);
-    if (!parsed) {
-        fprintf(stderr, "tmanorm tune: the scheduler's plan does not read back: %s\n", err);
-        return 2;
-    }
     tn_schedule_request req = {&a, rows, cols, 16, -1, &ctx->props, ctx->props.cc_major >= 9}; /* PDL as plans default */
     int n = tn_schedule_candidates(&req, plans, MAX_CANDIDATES);
     int have_chosen = 0;

@@ -494,3 +494,4 @@ const tn_fusion *tn_plan_fusion(const tn_plan *plan) { return plan->fusion; }
 tn_context *tn_plan_context(const tn_plan *plan) { return plan->ctx; }
 int64_t tn_plan_rows(const tn_plan *plan) { return plan->rows; }
 int64_t tn_plan_cols(const tn_plan *plan) { return plan->cols; }
+const tn_plan_desc *tn_plan_primary_desc(const tn_plan *plan) { return &plan->primary->desc; }

@@ -31,5 +31,7 @@ const tn_fusion *tn_plan_fusion(const tn_plan *plan);
 tn_context *tn_plan_context(const tn_plan *plan);
 int64_t tn_plan_rows(const tn_plan *plan);
 int64_t tn_plan_cols(const tn_plan *plan);
+/* The plan built at creation, for the options' alignment (after any recompile or spill fallback). */
+const tn_plan_desc *tn_plan_primary_desc(const tn_plan *plan);
 
 #endif

@@ -62,13 +62,7 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
 #define TN_CLUSTER_FEW_BATCH 24
 
 /* Register plan limits, exposed for the tests' invariants. */
-/* The fewest vectors a cluster thread is given to keep (slice_batch). Rows of
-   over TN_REG_SHORT_ROW_VECTORS take up to 8 vectors a thread in the register
-   plan from 128 threads, so long rows keep up to 8 x 16 bytes in flight per
-   thread and fewer warps meet in each reduction. From tune on the H200 (bf16):
-   layernorm 4096 x 16384 69.7 us at 256 threads x 8 against 103.5 at 512 x 4;
-   layernorm 10000 x 6144 62.4 us at 128 x 6 against 65.3 at 256 x 3; rows of
-   512 vectors (rmsnorm 32768 x 4096) within 1.2% of the best at 128 x 4. */
+/* The fewest vectors a cluster thread is given to keep (slice_batch). */
 #define TN_REG_BATCH_TARGET 4
 /* Rows of up to this many vectors take two a thread, at up to 128 threads
    (short_row_threads): tune on the H200, bf16, 2026-12-04: rmsnorm 16384 x
@@ -79,6 +73,11 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
    18.9). Longer rows gain from more vectors a thread (below). */
 #define TN_REG_SHORT_ROW_VECTORS 512
 #define TN_REG_SHORT_ROW_THREADS 128
+/* Longer rows take up to 8 vectors a thread from 128 threads, so they keep up
+   to 8 x 16 bytes in flight per thread and fewer warps meet in each reduction.
+   From tune on the H200 (bf16): layernorm 4096 x 16384 69.7 us at 256 threads
+   x 8 against 103.5 at 512 x 4; layernorm 10000 x 6144 62.4 us at 128 x 6
+   against 65.3 at 256 x 3. */
 #define TN_REG_BATCH_LONG 8
 #define TN_REG_LONG_ROW_THREADS 128
 /* ... and up to 16 once a row has 256 threads: tune on the H200 (bf16),
