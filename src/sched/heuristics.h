@@ -51,6 +51,9 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
    bytes: smaller ones spend more on the cluster barrier than they save. */
 #define TN_CLUSTER_FEW_ROW_BYTES (64 * 1024)
 #define TN_CLUSTER_MIN_SLICE (8 * 1024)
+/* Most CTAs an SM a cluster plan spreads few rows over (cluster_pick,
+   spread_short_rows): all must run at once, and clusters pack into GPCs. */
+#define TN_CLUSTER_MAX_CTAS_AN_SM 4
 /* Rows one CTA holds in registers are spread over a cluster, where there are
    fewer rows than a quarter of the SMs, above this many bytes and under
    TN_CLUSTER_FEW_ROW_BYTES (see spread_short_rows). */
@@ -107,5 +110,8 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
    threads against 18.1 at 4; 4096 x 2048 9.5 at one row of 128 against 9.9 at
    2; 65536 x 512 the same at 4 rows of 32 as at 16. */
 #define TN_BLOCK_TARGET 128
+/* Register-plan grids of several waves are compiled for the CTAs an SM the
+   row's registers allow where that is at most this many (many_wave_ctas). */
+#define TN_REG_BOUND_MAX_CTAS 4
 
 #endif

@@ -534,11 +534,13 @@ int main(int argc, char **argv) {
                 run_case(ctx, &t);
             }
         /* The scheduler's own plans where the short-row rule (two vectors a thread, lanes kept busy) and the
-           spread rule (few rows of 16-64 KiB over a cluster; 8 x 32768, 64 KiB, is the few-row rule's) apply,
-           odd widths included, every op and dtype. */
+           spread rule (few rows of 16-64 KiB over a cluster, up to half the SMs in rows of any length one CTA
+           holds; 8 x 32768, 64 KiB, is the few-row rule's) and the many-wave launch bound apply, odd widths
+           included, every op and dtype. */
         const int64_t spread[][2] = {{1, 12288},   {1, 16384},   {5, 20480}, {33, 24576},  {8, 32768},
                                      {33, 12320},  {3, 24573},   {7, 7000},  {16384, 1024}, {2000, 2560},
-                                     {4096, 1536}, {1000, 1000}};
+                                     {4096, 1536}, {1000, 1000}, {64, 16384}, {40, 20000}, {64, 32768},
+                                     {50, 12296},  {33, 81920},  {2000, 20480}};
         for (int op = 0; op < TN_BUILTIN_COUNT; op++)
             for (int d = 0; d < 3; d++)
                 for (int i = 0; i < (int)(sizeof spread / sizeof spread[0]); i++) {
