@@ -86,10 +86,11 @@ static int one_wave_ctas(const tn_schedule_request *r, const tn_plan_desc *p, in
 /* CTAs an SM for a grid of several waves whose rows leave room for only a few
    CTAs an SM (2 to TN_REG_BOUND_MAX_CTAS by the register estimate): the
    compiler is held to that many, as each lost CTA takes a large share of the
-   bytes in flight. Unbound, ptxas gave layernorm's 256 x 10 vectors (2000 x
-   20480) 141 registers, one CTA an SM: 59.3 us against 46.6 for the best
-   plan. 0 (ptxas chooses) elsewhere; a bound that spills is lowered when the
-   plan is built. */
+   bytes in flight. tune on the H200 (bf16): layernorm 2000 x 20480 at 256
+   threads x 10 vectors 46.4 us bound to 2 CTAs an SM (128 registers), 59.3
+   unbound (ptxas took 141, one CTA an SM); 4096 x 20480 85.7, the best
+   candidate. 0 (ptxas chooses) elsewhere; a bound that spills is lowered when
+   the plan is built. */
 static int many_wave_ctas(const tn_schedule_request *r, const tn_plan_desc *p, int regs) {
     const int64_t per_sm = ctas_an_sm(r->props, regs, p->block_threads);
     if (per_sm < 2 || per_sm > TN_REG_BOUND_MAX_CTAS || p->grid <= per_sm * r->props->sm_count) return 0;
@@ -198,6 +199,10 @@ static int schedule_register(const tn_schedule_request *r, tn_plan_desc *p, int 
             why(p, "%d threads per row x %d vectors each hold the row in registers (%d words/thread)%s",
                 p->threads_per_row, p->batch, p->batch * words, widened ? ", widened for few rows" : "");
             why(p, "%d rows per CTA -> %d threads", p->rows_per_cta, p->block_threads);
+            if (p->ctas_per_sm)
+                why(p, "compiled for %d CTAs an SM, as the row's registers allow: %s", p->ctas_per_sm,
+                    p->grid > (int64_t)p->ctas_per_sm * d->sm_count ? "several waves of few CTAs an SM each"
+                                                                     : "the grid in one wave");
             choose_carry(r, p);
             return 1;
         }
@@ -771,11 +776,8 @@ static int slice_batch(const tn_analysis *a, int most) {
    8 of 128 x 16 at three; 512 x 65536: 51.2 over 2 of 256 x 16 at one an SM,
    41.8 over 4 of 128 x 16 at three: one CTA's loads overlap another's exps);
    unless `strict`, then at one CTA an SM for heavy fusions and few rows, then
-   any slice that fits at all; doubled for few rows while every CTA runs at
-   once, at most TN_CLUSTER_MAX_CTAS_AN_SM an SM (under the launch bound set
-   below), and slices stay TN_CLUSTER_MIN_SLICE (tune, bf16: rmsnorm 33 x
-   81920 5.99 us over 8 CTAs of 256 x 5, 6.65 over 4 of 128 x 20; softmax 64
-   x 131072 15.3 over 8, 20.4 over 4). Returns the cluster size, 0 if
+   any slice that fits at all; doubled for few rows while the clusters fit one
+   wave and slices stay TN_CLUSTER_MIN_SLICE. Returns the cluster size, 0 if
    none (p untouched). */
 static int cluster_pick(const tn_schedule_request *r, tn_plan_desc *p, int batch, int heavy, int few, int strict) {
     const tn_device_props *d = r->props;
@@ -788,26 +790,16 @@ static int cluster_pick(const tn_schedule_request *r, tn_plan_desc *p, int batch
     for (int c = 2; c <= TN_MAX_CLUSTER && !cl && !strict; c *= 2)
         if (cluster_fit(r, p, c, 64, 1)) cl = c, batch = 64;
     if (!cl) return 0;
-    while (few && 2 * cl <= TN_MAX_CLUSTER && row_bytes / (2 * cl) >= TN_CLUSTER_MIN_SLICE) {
-        tn_plan_desc q = *p;
-        if (!cluster_fit(r, &q, 2 * cl, batch, 1) ||
-            r->rows * 2 * cl > min_i64(TN_CLUSTER_MAX_CTAS_AN_SM, slice_ctas_an_sm(r, &q)) * d->sm_count)
-            break;
-        *p = q;
+    while (few && 2 * cl <= TN_MAX_CLUSTER && r->rows * 2 * cl <= d->sm_count &&
+           row_bytes / (2 * cl) >= TN_CLUSTER_MIN_SLICE && cluster_fit(r, p, 2 * cl, batch, 1))
         cl *= 2;
-    }
     if (few && !p->ctas_per_sm && (p->ctas_per_sm = bound_ctas(r, p))) p->grid = cluster_grid(r, p);
     return cl;
 }
 
 /* Rows one CTA's registers hold, but fewer than a quarter of the SMs: spread
    over up to 8 CTAs each (slices of over 2 KiB: rows over
-   TN_CLUSTER_SHORT_ROW_BYTES), every CTA at once, at most 4 an SM; up to half
-   the SMs in rows (of any length one CTA holds), slices of at least
-   TN_CLUSTER_MIN_SLICE at most 2 CTAs an SM (tune, bf16: rmsnorm 64 x 16384
-   3.18-3.24 us over 4 CTAs of 256 x 2, 3.42 in one CTA, 3.45 over 8 of
-   128 x 2; softmax 64 x 16384 3.64 over 4 of 128 x 4, 3.68; add_rmsnorm 64 x
-   32768 7.32 over 2 of 512 x 4, 8.39 in one CTA). For
+   TN_CLUSTER_SHORT_ROW_BYTES), every CTA at once, at most 4 an SM, and, for
    heavy fusions, 2 or more an SM where the cluster has more than 2 CTAs (as
    cluster_pick asks); at the fewest threads from 128 that keep at most two
    vectors each for fusions of one reduction, at most TN_REG_BATCH_LONG for
@@ -819,29 +811,23 @@ static int cluster_pick(const tn_schedule_request *r, tn_plan_desc *p, int batch
    (4.23 at 256 x 2); softmax 1 x 16384 1.91 and 33 x 24576 3.43 (best
    candidates 1.91, 3.36); rmsnorm 1 x 12288 1.57 over 8 slices of 3 KiB,
    1.61 over 4. Rows of 16 KiB or less stay in one CTA (rmsnorm 1 x 8192 1.46
-   us, 1.41 over 4 CTAs; 64 x 8192 2.27, 2.39), and so do more rows than
-   half the SMs, which the register plan already spreads (rmsnorm 132 x 20480
-   5.12, 5.77 over 2; layernorm 100 x 16384 over 4 CTAs of 256 x 2: the
-   driver ran 92 clusters, 5.89 us). 0 (p untouched)
+   us, 1.41 over 4 CTAs; 64 x 8192 2.27, 2.39), and so do 34 rows and more,
+   which the register plan already spreads (rmsnorm 64 x 16384 3.42 us, 3.45
+   over 8 CTAs; 132 x 20480 5.12, 5.77 over 2; layernorm 100 x 16384 over 4
+   CTAs of 256 x 2: the driver ran 92 clusters, 5.89 us). 0 (p untouched)
    where no cluster splits the row's vectors evenly under those limits. */
 static int spread_short_rows(const tn_schedule_request *r, tn_plan_desc *p) {
     const tn_device_props *d = r->props;
     const tn_analysis *a = r->analysis;
-    const int64_t nv = r->cols / p->vec, row_bytes = r->cols * a->buffer_elem_bytes;
+    const int64_t nv = r->cols / p->vec;
     const int most = a->num_levels > 1 ? TN_REG_BATCH_LONG : 2;
-    /* Over a quarter of the SMs in rows: every SM already has most of a row, so
-       slices of at least TN_CLUSTER_MIN_SLICE, at most 2 CTAs an SM. */
-    const int many = r->rows * 4 > d->sm_count;
-    const int64_t most_an_sm = many ? 2 : TN_CLUSTER_MAX_CTAS_AN_SM;
     for (int cl = TN_MAX_CLUSTER; cl >= 2; cl /= 2) {
-        if (many && row_bytes / cl < TN_CLUSTER_MIN_SLICE) continue;
         int t = 128;
         while (t < TN_REG_WIDEN_MAX && ceil_div(nv / cl, t) > most) t *= 2;
         tn_plan_desc q = *p;
         if (!cluster_shape(r, &q, cl, t)) continue;
         const int64_t per_sm = slice_ctas_an_sm(r, &q);
-        if (r->rows * cl > min_i64(most_an_sm, per_sm) * d->sm_count ||
-            (a->special_evals >= 2 && cl > 2 && per_sm < 2))
+        if (r->rows * cl > min_i64(4, per_sm) * d->sm_count || (a->special_evals >= 2 && cl > 2 && per_sm < 2))
             continue;
         *p = q;
         why(p, "cluster: %lld rows of %lld bytes leave SMs idle in one CTA a row: each split over %d CTAs of %d "
@@ -896,9 +882,8 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
     const int fits_sm = row_bytes + 1024 <= d->smem_per_block_optin;
     const int heavy = a->special_evals >= 2; /* special functions in two or more phases */
     const int must_carry = !forced && !few && fits_sm && heavy;
-    if (!forced && one_cta && row_bytes > TN_CLUSTER_SHORT_ROW_BYTES &&
-        (r->rows * 4 <= d->sm_count ? row_bytes < TN_CLUSTER_FEW_ROW_BYTES : r->rows * 2 <= d->sm_count) &&
-        spread_short_rows(r, p))
+    if (!forced && one_cta && r->rows * 4 <= d->sm_count && row_bytes > TN_CLUSTER_SHORT_ROW_BYTES &&
+        row_bytes < TN_CLUSTER_FEW_ROW_BYTES && spread_short_rows(r, p))
         return 1;
     if (!forced && !few) {
         if (one_cta && r->rows * 4 > d->sm_count)

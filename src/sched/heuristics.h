@@ -51,9 +51,6 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
    bytes: smaller ones spend more on the cluster barrier than they save. */
 #define TN_CLUSTER_FEW_ROW_BYTES (64 * 1024)
 #define TN_CLUSTER_MIN_SLICE (8 * 1024)
-/* Most CTAs an SM a cluster plan spreads few rows over (cluster_pick,
-   spread_short_rows): all must run at once, and clusters pack into GPCs. */
-#define TN_CLUSTER_MAX_CTAS_AN_SM 4
 /* Rows one CTA holds in registers are spread over a cluster, where there are
    fewer rows than a quarter of the SMs, above this many bytes and under
    TN_CLUSTER_FEW_ROW_BYTES (see spread_short_rows). */
