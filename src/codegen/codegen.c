@@ -323,7 +323,7 @@ static const row_index k_slice = {"const int vl = p * T + tr, vi = VB + vl;\n   
 #define TN_COL_IN_REGISTERS_MAX_VECTORS 2
 static int cols_in_registers(const gen *g) { return g->p->batch <= TN_COL_IN_REGISTERS_MAX_VECTORS; }
 
-static void register_loads(gen *g, const row_index *x) {
+static void register_loads(gen *g, const row_index *x, int staged) {
     const tn_fusion *f = g->f;
     for (int i = 0; i < f->num_nodes; i++) {
         const tn_node *n = &f->nodes[i];
@@ -336,13 +336,16 @@ static void register_loads(gen *g, const row_index *x) {
                              "            else tn_vzero(cc%d[p]);\n        }\n",
                              k_dtype_code[n->dtype].storage, i, x->index, x->bound, i, n->io_index, i);
         if (!g->a->used[i] || !is_row_input(n)) continue;
-        tn_strbuf_printf(g->sb,
-                         "        tn_vec<%s, V> bb%d[P];\n"
-                         "#pragma unroll\n        for (int p = 0; p < P; p++) {\n"
-                         "            %s\n"
-                         "            if (live && %s) tn_vload(bb%d[p], in%d + row * in%d_ld + vi * V);\n"
-                         "            else tn_vzero(bb%d[p]);\n        }\n",
-                         k_dtype_code[n->dtype].storage, i, x->index, x->bound, i, n->io_index, n->io_index, i);
+        tn_strbuf_printf(g->sb, "        tn_vec<%s, V> bb%d[P];\n"
+                                "#pragma unroll\n        for (int p = 0; p < P; p++) {\n"
+                                "            %s\n",
+                         k_dtype_code[n->dtype].storage, i, x->index);
+        if (staged) /* the slice's stage in shared memory (r<i>, from stage_pointers) */
+            tn_strbuf_printf(g->sb, "            if (%s) bb%d[p] = r%d[vl];\n", x->bound, i, i);
+        else
+            tn_strbuf_printf(g->sb, "            if (live && %s) tn_vload(bb%d[p], in%d + row * in%d_ld + vi * V);\n",
+                             x->bound, i, n->io_index, n->io_index);
+        tn_strbuf_printf(g->sb, "            else tn_vzero(bb%d[p]);\n        }\n", i);
     }
 }
 static void register_loop(gen *g, int output_phase, const row_index *x) {
@@ -350,9 +353,9 @@ static void register_loop(gen *g, int output_phase, const row_index *x) {
                             "            %s\n"
                             "            if (%s%s) {\n", x->index, output_phase ? "live && " : "", x->bound);
 }
-static void registers_setup(gen *g) { register_loads(g, &k_whole_row); }
+static void registers_setup(gen *g) { register_loads(g, &k_whole_row, 0); }
 static void registers_loop(gen *g, int output_phase) { register_loop(g, output_phase, &k_whole_row); }
-static void slice_setup(gen *g) { register_loads(g, &k_slice); }
+static void slice_setup(gen *g) { register_loads(g, &k_slice, 0); }
 static void slice_loop(gen *g, int output_phase) { register_loop(g, output_phase, &k_slice); }
 static void registers_col_fetch(gen *g, int k, const char *ind) {
     if (!cols_in_registers(g)) {
@@ -409,6 +412,19 @@ static void shared_fetch(gen *g, int k, const char *ind) {
                      k);
 }
 
+/* A cluster plan with stages: the slice waits in its ring stage (bulk copies,
+   see cluster_open), its threads take it into registers and the stage is
+   refilled with the slice S row groups ahead before anything else. */
+static void staged_slice_setup(gen *g) {
+    tn_strbuf_append(g->sb, "        const int slot = (int)(turn % S);\n"
+                            "        tn_mbar_wait(&tn_full[slot], (unsigned)((turn / S) & 1));\n"
+                            "        const unsigned char *tn_stage = tn_smem + slot * STAGE_BYTES;\n");
+    stage_pointers(g, "        ");
+    register_loads(g, &k_slice, 1);
+    tn_strbuf_append(g->sb, "        tn_ring_refill<1, S, NIN>(tn_src, tn_smem + slot * STAGE_BYTES, &tn_full[slot], g, M, "
+                            "gridDim.x / CL, rank);\n");
+}
+
 /* The close of the two-brace loops above. */
 static void loop_close(gen *g) { tn_strbuf_append(g->sb, "            }\n        }\n"); }
 
@@ -447,6 +463,9 @@ static const storage_code k_shared = {"shared memory (bulk copies)", shared_setu
                                       shared_fetch, NULL, 0};
 static const storage_code k_register_slice = {"registers, a slice of each row per CTA", slice_setup, slice_loop,
                                               loop_close, registers_fetch, registers_col_fetch, 1};
+static const storage_code k_staged_slice = {"registers, a slice of each row per CTA, staged in shared memory by bulk copies",
+                                            staged_slice_setup, slice_loop, loop_close, registers_fetch,
+                                            registers_col_fetch, 1};
 static const storage_code k_shared_chunks = {"shared memory, a ring of chunks (bulk copies)", no_setup, ws_loop_open,
                                              ws_loop_close, ws_fetch, NULL, 0};
 
@@ -511,7 +530,7 @@ static void ring_open(gen *g) {
     tn_strbuf_append(g->sb,
                      "    unsigned long long *tn_full = reinterpret_cast<unsigned long long *>(tn_smem + S * STAGE_BYTES);\n"
                      "    const long long G = M / R + (M % R != 0);\n"
-                     "    tn_ring_start<R, S, NIN>(tn_src, tn_smem, STAGE_BYTES, tn_full, G, M);\n"
+                     "    tn_ring_start<R, S, NIN>(tn_src, tn_smem, STAGE_BYTES, tn_full, G, M, blockIdx.x, gridDim.x, 0);\n"
                      "    long long turn = 0;\n"
                      "    for (long long g = blockIdx.x; g < G; g += gridDim.x, turn++) {\n"
                      "        const int slot = (int)(turn % S);\n"
@@ -521,7 +540,8 @@ static void ring_open(gen *g) {
                      "        const bool live = row < M;\n        (void)live;\n");
 }
 static void ring_refill(gen *g) {
-    tn_strbuf_append(g->sb, "        tn_ring_refill<R, S, NIN>(tn_src, tn_smem + slot * STAGE_BYTES, &tn_full[slot], g, M);\n");
+    tn_strbuf_append(g->sb, "        tn_ring_refill<R, S, NIN>(tn_src, tn_smem + slot * STAGE_BYTES, &tn_full[slot], g, M, gridDim.x, "
+                            "0);\n");
     g->released = 1;
 }
 static void ring_close(gen *g) {
@@ -593,6 +613,14 @@ static void cluster_open(gen *g) {
     tn_strbuf_printf(g->sb, "    constexpr int CL = %d, NVL = NV / CL;\n", g->p->cluster);
     tn_strbuf_append(g->sb, "    const unsigned rank = tn_cluster_rank();\n"
                             "    const int VB = (int)rank * NVL;  // this CTA's slice of every row\n");
+    if (g->p->stages) {
+        tn_strbuf_printf(g->sb, "    constexpr int S = %d;\n", g->p->stages);
+        row_sources(g, 1, g->p->cols / g->p->cluster);
+        tn_strbuf_append(g->sb,
+                         "    unsigned long long *tn_full = reinterpret_cast<unsigned long long *>(tn_smem + S * STAGE_BYTES);\n"
+                         "    tn_ring_start<1, S, NIN>(tn_src, tn_smem, STAGE_BYTES, tn_full, M, M, blockIdx.x / CL, gridDim.x / CL, "
+                         "rank);\n");
+    }
     if (g->nred)
         tn_strbuf_append(g->sb,
                          "    tn_cluster_start(&tn_cbar[0][0], 2 * NRED, R);\n"
@@ -669,6 +697,7 @@ static int reads_row_after(const gen *g, int phase) {
 
 void tn_codegen(const tn_fusion *f, const tn_analysis *a, const tn_plan_desc *p, tn_strbuf *sb) {
     gen g = {f, a, p, sb, k_kinds[p->kind].storage, k_kinds[p->kind].skeleton, 0, {0}, 0, 0, 0, 0};
+    if (p->kind == TN_PLAN_CLUSTER && p->stages) g.storage = &k_staged_slice; /* the slices stream through a ring */
     g.carry = p->carry && tn_plan_carry_floats(p, 1) && a->num_carried;
     for (int i = 0; i < f->num_nodes; i++) {
         const tn_node *n = &f->nodes[i];

@@ -674,9 +674,17 @@ static int slice_regs(const tn_schedule_request *r, int vec, int batch) {
     return row_regs(r, vec, batch) + TN_CLUSTER_EXCHANGE_REGS;
 }
 
-/* CTAs of the plan's shape an SM holds by the slice's registers and its threads. */
+int64_t tn_cluster_dynamic_smem(const tn_analysis *a, const tn_plan_desc *p) {
+    if (!p->stages || p->cluster < 1) return 0;
+    return (int64_t)p->stages * (p->cols / p->cluster * a->buffer_elem_bytes + 8);
+}
+
+/* CTAs of the plan's shape an SM holds by the slice's registers, its threads
+   and (with stages) its shared memory (1 KiB of it the system's per CTA). */
 static int64_t slice_ctas_an_sm(const tn_schedule_request *r, const tn_plan_desc *p) {
-    return ctas_an_sm(r->props, slice_regs(r, p->vec, p->batch), p->block_threads);
+    const int64_t by_regs = ctas_an_sm(r->props, slice_regs(r, p->vec, p->batch), p->block_threads);
+    if (!p->smem_bytes) return by_regs;
+    return min_i64(by_regs, r->props->smem_per_sm / (p->smem_bytes + 1024 + tn_tma_static_smem(r->analysis, p)));
 }
 
 /* A persistent grid for a cluster plan: as many clusters as the SMs hold at
@@ -939,8 +947,11 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
 
 static int check_cluster(const tn_plan_desc *p, const tn_analysis *a, const tn_device_props *d, char *err, size_t cap) {
     if (d->cc_major < 9) REJECT("thread-block clusters need sm_90 (the target is sm_%d%d)", d->cc_major, d->cc_minor);
-    if (p->consumer_groups || p->chunks != 1 || p->producer_regs || p->consumer_regs || p->stages || p->smem_bytes)
-        REJECT("plan: a cluster plan has no shared-memory ring, consumer groups, chunks or register sharing");
+    if (p->consumer_groups || p->chunks != 1 || p->producer_regs || p->consumer_regs)
+        REJECT("plan: a cluster plan has no consumer groups, chunks or register sharing");
+    if (p->stages < 0 || p->stages > TN_CLUSTER_MAX_STAGES)
+        REJECT("plan: a cluster plan streams its slices through 0 to %d stages, not %d", TN_CLUSTER_MAX_STAGES,
+               p->stages);
     if (!check_access_align(p, a, err, cap)) return 0;
     const int64_t nv = p->cols / p->vec;
     if (p->cluster < 2 || nv % p->cluster)
@@ -950,6 +961,15 @@ static int check_cluster(const tn_plan_desc *p, const tn_analysis *a, const tn_d
     if (p->prefetch && !cluster_prefetch_ok(p, a))
         REJECT("plan: prefetch needs 16-byte aligned rows and 16-byte vectors of every row input (align_bytes %d, "
                "vec %d)", p->align_bytes, p->vec);
+    if (p->stages && (p->prefetch || !cluster_prefetch_ok(p, a) || !a->num_stage_inputs))
+        REJECT("plan: stages need a ROW input, 16-byte aligned rows and 16-byte vectors of every row input, and no "
+               "L2 prefetch (align_bytes %d, vec %d, prefetch %d)", p->align_bytes, p->vec, p->prefetch);
+    if (p->smem_bytes != tn_cluster_dynamic_smem(a, p))
+        REJECT("plan: smem_bytes %d is not what %d stages of a slice need (%lld)", p->smem_bytes, p->stages,
+               (long long)tn_cluster_dynamic_smem(a, p));
+    if (p->smem_bytes + tn_tma_static_smem(a, p) > d->smem_per_block_optin)
+        REJECT("plan: %lld bytes of shared memory, above the device's %d per CTA",
+               (long long)(p->smem_bytes + tn_tma_static_smem(a, p)), d->smem_per_block_optin);
     if ((int64_t)p->threads_per_row * p->batch < nv / p->cluster)
         REJECT("plan: threads_per_row %d x batch %d vectors do not cover a slice of %lld vectors", p->threads_per_row,
                p->batch, (long long)(nv / p->cluster));
@@ -974,6 +994,18 @@ static int candidates_cluster(const tn_schedule_request *r, const tn_plan_desc *
             const int64_t per_sm = slice_ctas_an_sm(r, &p);
             q.ctas_per_sm = p.ctas_per_sm ? 0 : (per_sm >= 2 ? (int)per_sm : 0);
             if (n < cap && q.ctas_per_sm != p.ctas_per_sm) out[n++] = q;
+            /* And the slices streamed through 1 or 2 stages of shared memory (the next rows' copies in flight
+               while this one reduces and stores; untimed as a rule). */
+            for (int s = 1; s <= TN_CLUSTER_MAX_STAGES && n < cap && cluster_prefetch_ok(&p, r->analysis); s++) {
+                q = p;
+                q.stages = s;
+                q.smem_bytes = (int)min_i64(tn_cluster_dynamic_smem(r->analysis, &q), 0x7fffffff);
+                if (q.smem_bytes + tn_tma_static_smem(r->analysis, &q) > r->props->smem_per_block_optin) break;
+                if (q.ctas_per_sm > slice_ctas_an_sm(r, &q)) q.ctas_per_sm = (int)slice_ctas_an_sm(r, &q);
+                if (q.ctas_per_sm == 1) q.ctas_per_sm = 0;
+                q.grid = cluster_grid(r, &q);
+                if (r->rows > q.grid / q.cluster) out[n++] = q; /* a cluster takes more than one row */
+            }
         }
     return n;
 }

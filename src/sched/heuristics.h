@@ -25,6 +25,11 @@ int tn_kind_check(const tn_plan_desc *p, const tn_analysis *a, const tn_device_p
 /* Shared memory of a tma plan's CTA: the ring (dynamic) and the reduction scratch (static). */
 int64_t tn_tma_dynamic_smem(const tn_analysis *a, const tn_plan_desc *p);
 int64_t tn_tma_static_smem(const tn_analysis *a, const tn_plan_desc *p);
+/* Dynamic shared memory of a cluster plan with stages: each stage holds the
+   CTA's slice of one row of every ROW input, then an mbarrier per stage. */
+int64_t tn_cluster_dynamic_smem(const tn_analysis *a, const tn_plan_desc *p);
+/* A cluster plan streams its slices through at most this many stages. */
+#define TN_CLUSTER_MAX_STAGES 2
 
 /* tma-ws: shared memory per slot and per CTA, and the register split between
    the producer warp group and C consumer groups (setmaxnreg): the producer

@@ -8,6 +8,7 @@
 
 #include "rt/runtime.h"
 #include "rt/cache.h"
+#include "sched/heuristics.h"
 #include "test.h"
 #include "util/alloc.h"
 
@@ -59,6 +60,22 @@ static char *forced_json_with(tn_context *ctx, tn_fusion *f, int64_t m, int64_t 
     return json;
 }
 
+/* The PTX of a generated kernel's source for sm_90a (a failed compile is a
+   failed check); the caller frees it. */
+static char *ptx_of(const char *src) {
+    nvrtcProgram prog;
+    const char *opts[] = {"--gpu-architecture=compute_90a", "--std=c++17"};
+    nvrtcCreateProgram(&prog, src, "plan.cu", 0, NULL, NULL);
+    CHECK(nvrtcCompileProgram(prog, 2, opts) == NVRTC_SUCCESS, "PTX compile");
+    size_t size = 0;
+    nvrtcGetPTXSize(prog, &size);
+    char *ptx = malloc(size + 1);
+    nvrtcGetPTX(prog, ptx);
+    ptx[size] = '\0';
+    nvrtcDestroyProgram(&prog);
+    return ptx;
+}
+
 /* A cluster plan with the L2 prefetch of the next row (the scheduler's choice
    for special functions in two phases, tune's candidate beside every other
    cluster plan): replayed from its JSON, compiled without spills, the
@@ -86,6 +103,62 @@ static void compile_prefetch(tn_context *ctx, tn_builtin op, int64_t m, int64_t 
         }
         tn_plan_options po8 = {8, json, NULL};
         CHECK(tn_plan_create(ctx, f, m, n, &po8, &plan) != TN_STATUS_OK, "prefetch on 8-byte aligned rows accepted");
+    }
+    free(json);
+    tn_fusion_destroy(f);
+}
+
+/* A cluster plan whose slices stream through `stages` stages of shared memory
+   (tune's candidate beside each cluster plan): the forced cluster plan's JSON
+   with stages and smem_bytes set, replayed, compiled without spills, its PTX
+   holding the slices' bulk copies beside the exchange's st.async; refused on
+   8-byte aligned rows and with a wrong smem_bytes. */
+static void compile_staged(tn_context *ctx, tn_builtin op, int64_t m, int64_t n, int stages, int *count) {
+    tn_builtin_options o = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0};
+    tn_fusion *f = NULL;
+    tn_plan *plan = NULL;
+    tn_fusion_builtin(ctx, op, &o, &f);
+    tn_analysis a;
+    tn_analyze(f, &a);
+    char *json = forced_json_with(ctx, f, m, n, "cluster", "stages"), *at = json ? strstr(json, "\"cluster\": ") : NULL;
+    int cl = 0;
+    if (at) sscanf(at, "\"cluster\": %d", &cl);
+    char *smem = json ? strstr(json, "\"smem_bytes\": 0") : NULL;
+    CHECK(cl >= 2 && smem, "staged %lldx%lld: no cluster or smem_bytes in %s", (long long)m, (long long)n,
+          json ? json : "(none)");
+    if (cl >= 2 && smem) {
+        strstr(json, "\"stages\": 1")[strlen("\"stages\": ")] = (char)('0' + stages);
+        const long long bytes = (long long)stages * (n / cl * a.buffer_elem_bytes + 8);
+        const size_t len = strlen(json) + 32;
+        char *with = malloc(len);
+        *smem = '\0';
+        snprintf(with, len, "%s\"smem_bytes\": %lld%s", json, bytes, smem + strlen("\"smem_bytes\": 0"));
+        tn_plan_options po = {0, with, NULL};
+        CHECK(tn_plan_create(ctx, f, m, n, &po, &plan) == TN_STATUS_OK, "staged %lldx%lld: %s", (long long)m,
+              (long long)n, tn_context_last_error(ctx));
+        if (plan) {
+            tn_resources r;
+            tn_plan_resources(plan, &r);
+            char *src = test_describe(plan, TN_DESCRIBE_SOURCE), *ptx = ptx_of(src);
+            CHECK(r.spill_store_bytes == 0 && r.stack_bytes == 0 && strstr(src, "tn_ring_refill<1, S") &&
+                      strstr(ptx, "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes") &&
+                      strstr(ptx, "st.async.shared::cluster"),
+                  "staged %lldx%lld: %d spill bytes, ring in the source %d, bulk copy and st.async in the PTX %d %d",
+                  (long long)m, (long long)n, r.spill_store_bytes, strstr(src, "tn_ring_refill<1, S") != NULL,
+                  strstr(ptx, "cp.async.bulk.shared::cluster") != NULL, strstr(ptx, "st.async") != NULL);
+            free(ptx);
+            free(src);
+            tn_plan_destroy(plan);
+            (*count)++;
+        }
+        tn_plan_options po8 = {8, with, NULL};
+        CHECK(tn_plan_create(ctx, f, m, n, &po8, &plan) != TN_STATUS_OK, "stages on 8-byte aligned rows accepted");
+        snprintf(with, len, "%s\"smem_bytes\": %lld%s", json, bytes + 16, smem + strlen("\"smem_bytes\": 0"));
+        tn_plan_options bad = {0, with, NULL};
+        CHECK(tn_plan_create(ctx, f, m, n, &bad, &plan) != TN_STATUS_OK &&
+                  strstr(tn_context_last_error(ctx), "smem_bytes"),
+              "staged plan with a wrong smem_bytes: %s", tn_context_last_error(ctx));
+        free(with);
     }
     free(json);
     tn_fusion_destroy(f);
@@ -149,16 +222,7 @@ static void check_ptx(tn_context *ctx, const char *kind, int rows, int cols) {
     if (at) sscanf(at, "\"producer_regs\": %d, \"consumer_regs\": %d", &producer, &consumer);
     if ((at = strstr(json, "\"block_threads\": "))) sscanf(at, "\"block_threads\": %d", &block);
     free(json);
-    char *src = test_describe(plan, TN_DESCRIBE_SOURCE);
-    nvrtcProgram prog;
-    const char *opts[] = {"--gpu-architecture=compute_90a", "--std=c++17"};
-    nvrtcCreateProgram(&prog, src, "tma.cu", 0, NULL, NULL);
-    CHECK(nvrtcCompileProgram(prog, 2, opts) == NVRTC_SUCCESS, "PTX compile");
-    size_t size = 0;
-    nvrtcGetPTXSize(prog, &size);
-    char *ptx = malloc(size + 1);
-    nvrtcGetPTX(prog, ptx);
-    ptx[size] = '\0';
+    char *src = test_describe(plan, TN_DESCRIBE_SOURCE), *ptx = ptx_of(src);
     if (strcmp(kind, "cluster")) {
         CHECK(strstr(ptx, "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes") != NULL,
               "no bulk copy in the PTX");
@@ -185,7 +249,6 @@ static void check_ptx(tn_context *ctx, const char *kind, int rows, int cols) {
                   (long long)r.registers * block >= 128LL * (producer + (block / 128 - 1) * consumer),
               "ptxas gave %d registers at launch; split %d/%d, block %d", r.registers, producer, consumer, block);
     }
-    nvrtcDestroyProgram(&prog);
     free(ptx);
     free(src);
     tn_plan_destroy(plan);
@@ -270,6 +333,10 @@ void test_compile(void) {
     compile_carry(ctx, TN_DTYPE_BF16, 4096, 32768, "tma", &plans);
     compile_carry(ctx, TN_DTYPE_F32, 1000, 4100, "tma", &plans);
     compile_carry(ctx, TN_DTYPE_BF16, 4096, 65536, "tma-ws", &plans);
+    for (int op = 0; op < TN_BUILTIN_COUNT; op++) {
+        compile_staged(ctx, (tn_builtin)op, 4096, 65536, 1, &plans);
+        compile_staged(ctx, (tn_builtin)op, 512, 131072, 2, &plans);
+    }
     check_ptx(ctx, "tma", 4096, 8192);
     check_ptx(ctx, "tma-ws", 16384, 4096);
     check_ptx(ctx, "cluster", 4096, 65536);

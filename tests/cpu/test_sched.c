@@ -33,8 +33,10 @@ static void check_invariants(const tn_plan_desc *p, const tn_analysis *a, const 
         /* A row's slices in the registers of a cluster's CTAs: whole vectors, within the register cap. */
         const int64_t nv = p->cols / p->vec;
         CHECK(p->cluster >= 2 && p->cluster <= TN_MAX_CLUSTER && nv % p->cluster == 0 && p->grid % p->cluster == 0 &&
-                  p->grid <= p->rows * p->cluster && p->stages == 0,
-              "%s: cluster %d, grid %lld, stages %d", what, p->cluster, (long long)p->grid, p->stages);
+                  p->grid <= p->rows * p->cluster && p->stages >= 0 && p->stages <= TN_CLUSTER_MAX_STAGES &&
+                  p->smem_bytes == tn_cluster_dynamic_smem(a, p),
+              "%s: cluster %d, grid %lld, stages %d, smem %d", what, p->cluster, (long long)p->grid, p->stages,
+              p->smem_bytes);
         CHECK((int64_t)p->threads_per_row * p->batch >= nv / p->cluster, "%s: slice not covered", what);
         int words = (int)((p->vec * a->buffer_elem_bytes * a->kept_values / a->num_stage_inputs + 3) / 4) * p->batch;
         int cap = d->regs_per_sm / p->block_threads;
@@ -471,8 +473,17 @@ static void test_candidates(tn_context *ctx) {
             const int n = tn_schedule_candidates(&req, c, 512);
             CHECK(n > 0 && n < 512, "%s %lldx%lld: %d candidates", tn_builtin_name((tn_builtin)op),
                   (long long)shapes[i][0], (long long)shapes[i][1], n);
-            int carries = 0;
-            for (int k = 0; k < n; k++) carries += c[k].carry;
+            int carries = 0, staged = 0, bounded = 0;
+            for (int k = 0; k < n; k++) {
+                carries += c[k].carry;
+                staged += c[k].kind == TN_PLAN_CLUSTER && c[k].stages > 0;
+                bounded += c[k].kind == TN_PLAN_REGISTER && c[k].ctas_per_sm > 0;
+            }
+            /* Rows a cluster loops over come with staged slices; register plans with and without a bound. */
+            CHECK(shapes[i][0] < 1000 || shapes[i][1] < 32768 || staged > 0, "%s %lldx%lld: no staged cluster "
+                  "candidates", tn_builtin_name((tn_builtin)op), (long long)shapes[i][0], (long long)shapes[i][1]);
+            CHECK(shapes[i][1] > 32768 || bounded > 0, "%s %lldx%lld: no bound register candidates",
+                  tn_builtin_name((tn_builtin)op), (long long)shapes[i][0], (long long)shapes[i][1]);
             CHECK(op == TN_BUILTIN_SOFTMAX ? carries > 0 : carries == 0, "%s %lldx%lld: %d carry candidates",
                   tn_builtin_name((tn_builtin)op), (long long)shapes[i][0], (long long)shapes[i][1], carries);
             for (int k = 0; k < n; k++) {

@@ -20,6 +20,8 @@
 #include "gpu_check.h"
 #include "random_fusion.h"
 #include "rt/cache.h"
+#include "sched/heuristics.h"
+#include "util/alloc.h"
 #include "tmanorm.h"
 
 static int g_passed, g_failed, g_refused;
@@ -34,6 +36,7 @@ typedef struct gpu_case {
     int offset;
     const char *set; /* an optional 0/1 plan field (e.g. "carry") set in the plan's JSON, replayed */
     int set_off;     /* ... to 0 (else 1) */
+    int stages;      /* a cluster plan's slices through this many stages of shared memory (replayed), if > 0 */
 } gpu_case;
 
 /* The plan's JSON with the 0/1 field `"field"` set to `value` and replayed as
@@ -61,6 +64,36 @@ static tn_status replay_with(tn_context *ctx, tn_fusion *f, int64_t rows, int64_
     return st;
 }
 
+/* The plan replayed with its slices streamed through `stages` stages of shared
+   memory (smem_bytes to match); TN_STATUS_INTERNAL if its JSON does not parse. */
+static tn_status replay_staged(tn_context *ctx, tn_fusion *f, int64_t rows, int64_t cols, int stages, tn_plan **plan) {
+    size_t n = 0;
+    tn_plan_describe(*plan, TN_DESCRIBE_JSON, NULL, 0, &n);
+    char *json = malloc(n + 1), err[256];
+    tn_plan_describe(*plan, TN_DESCRIBE_JSON, json, n, NULL);
+    tn_plan_destroy(*plan);
+    *plan = NULL;
+    tn_plan_desc d;
+    tn_status st = TN_STATUS_INTERNAL;
+    if (tn_plan_desc_parse(json, &d, err, sizeof err)) {
+        tn_analysis a;
+        tn_analyze(f, &a);
+        d.stages = stages;
+        d.smem_bytes = (int)tn_cluster_dynamic_smem(&a, &d);
+        tn_strbuf sb;
+        tn_strbuf_init(&sb, &ctx->base.alloc);
+        tn_plan_desc_json(&d, &sb);
+        char *with = tn_strbuf_take(&sb);
+        tn_plan_options po = {0, with, NULL};
+        st = with ? tn_plan_create(ctx, f, rows, cols, &po, plan) : TN_STATUS_OUT_OF_MEMORY;
+        tn_free(&ctx->base.alloc, with);
+    } else {
+        printf("the plan's JSON does not parse: %s\n", err);
+    }
+    free(json);
+    return st;
+}
+
 /* Runs one case; 0 if a forced kind (or the field set) was refused, saying why, else 1. */
 static int run_case(tn_context *ctx, const gpu_case *c) {
     tn_builtin_options bo = {c->in, c->w, c->out, c->stats};
@@ -71,16 +104,20 @@ static int run_case(tn_context *ctx, const gpu_case *c) {
              tn_builtin_name(c->op), tn_dtype_name(c->in), tn_dtype_name(c->w), tn_dtype_name(c->out),
              c->stats ? " +stats" : "", (long long)c->rows, (long long)c->cols, (long long)c->pad, c->offset,
              c->set ? (c->set_off ? " -" : " +") : "", c->set ? c->set : "");
+    if (c->stages) snprintf(label + strlen(label), sizeof label - strlen(label), " stages=%d", c->stages);
     tn_status st = tn_fusion_builtin(ctx, c->op, &bo, &f);
     tn_plan_options po = {0, NULL, c->kind};
     if (st == TN_STATUS_OK) st = tn_plan_create(ctx, f, c->rows, c->cols, &po, &plan);
     if (st == TN_STATUS_OK && c->set) st = replay_with(ctx, f, c->rows, c->cols, c->set, !c->set_off, &plan);
+    if (st == TN_STATUS_OK && c->stages) st = replay_staged(ctx, f, c->rows, c->cols, c->stages, &plan);
     if (st == TN_STATUS_OK) tn_gpu_plan_kind(plan, kind, sizeof kind);
     tn_check_result r;
     memset(&r, 0, sizeof r);
     /* A forced kind may refuse a shape it cannot run, saying why (a tma row beyond shared memory). */
     if ((c->kind && st == TN_STATUS_UNSUPPORTED && strstr(tn_context_last_error(ctx), c->kind)) ||
-        (c->set && st == TN_STATUS_INVALID_ARGUMENT && strstr(tn_context_last_error(ctx), c->set))) {
+        (c->set && st == TN_STATUS_INVALID_ARGUMENT && strstr(tn_context_last_error(ctx), c->set)) ||
+        (c->stages && st == TN_STATUS_INVALID_ARGUMENT &&
+         (strstr(tn_context_last_error(ctx), "stages") || strstr(tn_context_last_error(ctx), "shared memory")))) {
         g_refused++;
         printf("REFUSED %s plan=%s: %s\n", label, c->kind ? c->kind : "auto", tn_context_last_error(ctx));
         tn_fusion_destroy(f);
@@ -88,9 +125,10 @@ static int run_case(tn_context *ctx, const gpu_case *c) {
     }
     /* The field set must be in the plan that runs (not a fallback variant without it). */
     const char *bad = NULL;
-    if (st == TN_STATUS_OK && c->set) {
+    if (st == TN_STATUS_OK && (c->set || c->stages)) {
         char json[4096], key[64];
-        snprintf(key, sizeof key, "\"%s\": %d", c->set, !c->set_off);
+        if (c->stages) snprintf(key, sizeof key, "\"stages\": %d", c->stages);
+        else snprintf(key, sizeof key, "\"%s\": %d", c->set, !c->set_off);
         if (tn_plan_describe(plan, TN_DESCRIBE_JSON, json, sizeof json, NULL) != TN_STATUS_OK || !strstr(json, key))
             bad = "the plan that ran does not have the field set", st = TN_STATUS_INTERNAL;
     }
@@ -545,6 +583,19 @@ int main(int argc, char **argv) {
             for (int d = 0; d < 3; d++)
                 for (int i = 0; i < (int)(sizeof spread / sizeof spread[0]); i++) {
                     gpu_case c = {(tn_builtin)op, dtypes[d], dtypes[d], dtypes[d], 0, spread[i][0], spread[i][1], NULL, 0, 0};
+                    run_case(ctx, &c);
+                }
+        /* Cluster plans whose slices stream through 1 or 2 stages of shared memory (tune's candidates), over
+           rows a cluster loops over, every op, bf16 and f32 (odd widths: refused, slices of whole 16 bytes). */
+        const int64_t staged[][2] = {{1000, 65536}, {300, 131072}, {5000, 16384}, {777, 40960}, {999, 65544}};
+        for (int op = 0; op < TN_BUILTIN_COUNT; op++)
+            for (int i = 0; i < (int)(sizeof staged / sizeof staged[0]); i++)
+                for (int st = 1; st <= 2; st++) {
+                    gpu_case c = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, staged[i][0],
+                                  staged[i][1], "cluster", 0, 0, NULL, 0, st};
+                    run_case(ctx, &c);
+                    if (staged[i][1] > 65536) continue;
+                    c.in = c.w = c.out = TN_DTYPE_F32;
                     run_case(ctx, &c);
                 }
         /* The cluster plan over long rows and few rows: N in {4096, 65536, 65537 (refused: odd), 131072,

@@ -99,10 +99,12 @@ __device__ __forceinline__ void tn_stage_issue(const tn_row_src (&src)[NIN], uns
 }
 
 // Every thread: sets up the stages' barriers and (thread 0) fills each stage
-// with this CTA's first S row groups.
+// with this CTA's first S row groups: g0, g0 + step, ... (chunk `chunk` of
+// each: a cluster CTA's slice).
 template <int R, int S, int NIN>
 __device__ __forceinline__ void tn_ring_start(const tn_row_src (&src)[NIN], unsigned char *smem, unsigned stage_bytes,
-                                              unsigned long long *full, long long G, long long M) {
+                                              unsigned long long *full, long long G, long long M, long long g0,
+                                              long long step, int chunk) {
     if (threadIdx.x == 0) {
 #pragma unroll
         for (int s = 0; s < S; s++) tn_mbar_init(&full[s], 1);
@@ -111,19 +113,23 @@ __device__ __forceinline__ void tn_ring_start(const tn_row_src (&src)[NIN], unsi
     __syncthreads();
     if (threadIdx.x == 0)
         for (int s = 0; s < S; s++) {
-            const long long g = blockIdx.x + (long long)s * gridDim.x;
-            if (g < G) tn_stage_issue<R, NIN>(src, smem + s * stage_bytes, g, M, &full[s]);
+            const long long g = g0 + (long long)s * step;
+            if (g < G) tn_stage_issue<R, NIN>(src, smem + s * stage_bytes, g, M, &full[s], chunk);
         }
 }
 
 // Every thread, after the row group g in this stage is done: once all have
-// read the stage, thread 0 refills it with the group S turns ahead.
+// read the stage, thread 0 refills it with the group S turns ahead. A cluster
+// plan's CTAs hand the stage back as soon as they hold the slice in registers,
+// so the next slices stream in while this one reduces, meets the cluster and
+// stores.
 template <int R, int S, int NIN>
 __device__ __forceinline__ void tn_ring_refill(const tn_row_src (&src)[NIN], unsigned char *stage,
-                                               unsigned long long *full, long long g, long long M) {
+                                               unsigned long long *full, long long g, long long M, long long step,
+                                               int chunk) {
     __syncthreads();
-    const long long next = g + (long long)S * gridDim.x;
-    if (threadIdx.x == 0 && next * R < M) tn_stage_issue<R, NIN>(src, stage, next, M, full);
+    const long long next = g + (long long)S * step;
+    if (threadIdx.x == 0 && next * R < M) tn_stage_issue<R, NIN>(src, stage, next, M, full, chunk);
 }
 
 // ---- thread-block clusters (the cluster kind): each CTA of a cluster holds

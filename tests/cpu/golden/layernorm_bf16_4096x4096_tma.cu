@@ -25,7 +25,7 @@ extern "C" __global__ void __launch_bounds__(256) tn_kernel(
     extern __shared__ __align__(128) unsigned char tn_smem[];
     unsigned long long *tn_full = reinterpret_cast<unsigned long long *>(tn_smem + S * STAGE_BYTES);
     const long long G = M / R + (M % R != 0);
-    tn_ring_start<R, S, NIN>(tn_src, tn_smem, STAGE_BYTES, tn_full, G, M);
+    tn_ring_start<R, S, NIN>(tn_src, tn_smem, STAGE_BYTES, tn_full, G, M, blockIdx.x, gridDim.x, 0);
     long long turn = 0;
     for (long long g = blockIdx.x; g < G; g += gridDim.x, turn++) {
         const int slot = (int)(turn % S);
@@ -100,6 +100,6 @@ extern "C" __global__ void __launch_bounds__(256) tn_kernel(
                 tn_vstore(out0 + row * out0_ld + vi * V, o0);
             }
         }
-        tn_ring_refill<R, S, NIN>(tn_src, tn_smem + slot * STAGE_BYTES, &tn_full[slot], g, M);
+        tn_ring_refill<R, S, NIN>(tn_src, tn_smem + slot * STAGE_BYTES, &tn_full[slot], g, M, gridDim.x, 0);
     }
 }
