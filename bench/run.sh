@@ -8,8 +8,8 @@ cd "$(dirname "$0")/.."
 out=${OUT:-bench/results}
 mkdir -p "$out"
 step=$1; shift
+# Always the incremental build: the device may keep an older build-gpu/ between calls.
 build() {
-  [ -f build-gpu/libtmanorm.so ] && return 0
   cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >"$out/build.log" 2>&1 &&
     cmake --build build-gpu -j 16 --target tmanorm >>"$out/build.log" 2>&1 || { tail -20 "$out/build.log"; exit 1; }
 }
