@@ -115,6 +115,13 @@ static tn_status build_variant(tn_plan *plan, tn_variant *var, const tn_plan_des
                           "producer %d and %d consumer groups x %d (the kernel would hang)",
                           k->res.registers, desc->block_threads, desc->producer_regs, desc->consumer_groups,
                           desc->consumer_regs);
+    /* The scheduler estimates the static part; ptxas's report decides. */
+    if (st == TN_STATUS_OK && desc->smem_bytes &&
+        (int64_t)desc->smem_bytes + k->res.static_smem_bytes > ctx->props.smem_per_block_optin)
+        st = tn_set_error(ctx, TN_STATUS_UNSUPPORTED,
+                          "plan: %d bytes of dynamic shared memory and %d static (ptxas) are above the device's %d "
+                          "per CTA: fewer stages",
+                          desc->smem_bytes, k->res.static_smem_bytes, ctx->props.smem_per_block_optin);
     var->num_launches = tn_plan_desc_launches(desc, var->launches);
     for (int i = 0; i < var->num_launches && ctx->has_gpu && st == TN_STATUS_OK; i++) {
         st = tn_kernel_function(ctx, k, &var->launches[i], &var->fns[i]);

@@ -10,8 +10,10 @@ tn_status tn_kernel_function(tn_context *ctx, const tn_kernel *k, const tn_launc
     if (r != CUDA_SUCCESS)
         return tn_set_error(ctx, TN_STATUS_INTERNAL, "kernel '%s' not found in the plan's module: %s", l->kernel,
                             tn_cuda_error_text(r));
-    /* Above 48 KiB a kernel must opt in to its dynamic shared memory. */
-    if (l->smem_bytes > 48 * 1024 &&
+    /* Above 48 KiB of static and dynamic shared memory together a kernel must
+       opt in to its dynamic part; ptxas rounds the static part up (128 bytes
+       for an aligned extern array), so any dynamic use opts in. */
+    if (l->smem_bytes > 0 &&
         (r = cu->FuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, l->smem_bytes)) != CUDA_SUCCESS)
         return tn_set_error(ctx, TN_STATUS_CUDA_ERROR, "kernel '%s': %d bytes of dynamic shared memory: %s", l->kernel,
                             l->smem_bytes, tn_cuda_error_text(r));

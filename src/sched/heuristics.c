@@ -674,6 +674,15 @@ static int slice_regs(const tn_schedule_request *r, int vec, int batch) {
     return row_regs(r, vec, batch) + TN_CLUSTER_EXCHANGE_REGS;
 }
 
+/* Static shared memory of a cluster CTA: the CTA's reduction scratch, the
+   exchange's slots (2 sets of NRED x R x CL floats) and barriers (2 x NRED),
+   rounded up as ptxas does beside an aligned dynamic array. */
+static int64_t cluster_static_smem(const tn_analysis *a, const tn_plan_desc *p) {
+    const int64_t bytes = tn_tma_static_smem(a, p) + 8LL * a->num_reductions * p->rows_per_cta * p->cluster +
+                          16LL * a->num_reductions;
+    return (bytes + 127) / 128 * 128;
+}
+
 int64_t tn_cluster_dynamic_smem(const tn_analysis *a, const tn_plan_desc *p) {
     if (!p->stages || p->cluster < 1) return 0;
     return (int64_t)p->stages * (p->cols / p->cluster * a->buffer_elem_bytes + 8);
@@ -684,7 +693,7 @@ int64_t tn_cluster_dynamic_smem(const tn_analysis *a, const tn_plan_desc *p) {
 static int64_t slice_ctas_an_sm(const tn_schedule_request *r, const tn_plan_desc *p) {
     const int64_t by_regs = ctas_an_sm(r->props, slice_regs(r, p->vec, p->batch), p->block_threads);
     if (!p->smem_bytes) return by_regs;
-    return min_i64(by_regs, r->props->smem_per_sm / (p->smem_bytes + 1024 + tn_tma_static_smem(r->analysis, p)));
+    return min_i64(by_regs, r->props->smem_per_sm / (p->smem_bytes + 1024 + cluster_static_smem(r->analysis, p)));
 }
 
 /* A persistent grid for a cluster plan: as many clusters as the SMs hold at
@@ -967,9 +976,9 @@ static int check_cluster(const tn_plan_desc *p, const tn_analysis *a, const tn_d
     if (p->smem_bytes != tn_cluster_dynamic_smem(a, p))
         REJECT("plan: smem_bytes %d is not what %d stages of a slice need (%lld)", p->smem_bytes, p->stages,
                (long long)tn_cluster_dynamic_smem(a, p));
-    if (p->smem_bytes + tn_tma_static_smem(a, p) > d->smem_per_block_optin)
-        REJECT("plan: %lld bytes of shared memory, above the device's %d per CTA",
-               (long long)(p->smem_bytes + tn_tma_static_smem(a, p)), d->smem_per_block_optin);
+    if (p->smem_bytes && p->smem_bytes + cluster_static_smem(a, p) > d->smem_per_block_optin)
+        REJECT("plan: %d stages of a slice and the exchange's %lld bytes of shared memory are above the device's %d "
+               "per CTA", p->stages, (long long)cluster_static_smem(a, p), d->smem_per_block_optin);
     if ((int64_t)p->threads_per_row * p->batch < nv / p->cluster)
         REJECT("plan: threads_per_row %d x batch %d vectors do not cover a slice of %lld vectors", p->threads_per_row,
                p->batch, (long long)(nv / p->cluster));
@@ -1000,7 +1009,7 @@ static int candidates_cluster(const tn_schedule_request *r, const tn_plan_desc *
                 q = p;
                 q.stages = s;
                 q.smem_bytes = (int)min_i64(tn_cluster_dynamic_smem(r->analysis, &q), 0x7fffffff);
-                if (q.smem_bytes + tn_tma_static_smem(r->analysis, &q) > r->props->smem_per_block_optin) break;
+                if (q.smem_bytes + cluster_static_smem(r->analysis, &q) > r->props->smem_per_block_optin) break;
                 if (q.ctas_per_sm > slice_ctas_an_sm(r, &q)) q.ctas_per_sm = (int)slice_ctas_an_sm(r, &q);
                 if (q.ctas_per_sm == 1) q.ctas_per_sm = 0;
                 q.grid = cluster_grid(r, &q);

@@ -112,7 +112,8 @@ static void compile_prefetch(tn_context *ctx, tn_builtin op, int64_t m, int64_t 
    (tune's candidate beside each cluster plan): the forced cluster plan's JSON
    with stages and smem_bytes set, replayed, compiled without spills, its PTX
    holding the slices' bulk copies beside the exchange's st.async; refused on
-   8-byte aligned rows and with a wrong smem_bytes. */
+   8-byte aligned tensors (the common alignment check; test_sched checks the
+   stages' own refusals) and with a wrong smem_bytes. */
 static void compile_staged(tn_context *ctx, tn_builtin op, int64_t m, int64_t n, int stages, int *count) {
     tn_builtin_options o = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0};
     tn_fusion *f = NULL;

@@ -195,6 +195,35 @@ static void test_decisions(tn_context *ctx) {
                   "rmsnorm %lldx%lld spread over %d CTAs of %d x %d: %s", (long long)req.rows, (long long)req.cols,
                   spread[i].cluster, spread[i].t, spread[i].batch, p.why);
     }
+    /* A cluster plan's stages: accepted with the matching smem_bytes, refused with the L2 prefetch, with vectors
+       under 16 bytes, with more than TN_CLUSTER_MAX_STAGES or with another smem_bytes. */
+    req.rows = 4096;
+    req.cols = 65536;
+    req.kind = TN_PLAN_CLUSTER;
+    CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER, "forced cluster: %s", err);
+    req.kind = -1;
+    tn_plan_desc st = p;
+    st.stages = 1;
+    st.smem_bytes = (int)tn_cluster_dynamic_smem(&a, &st);
+    CHECK(st.smem_bytes == 65536 * 2 / st.cluster + 8 && tn_plan_desc_check(&st, &a, &d, 16, err, sizeof err),
+          "1 stage of a slice: %s", err);
+    st.prefetch = 1;
+    CHECK(!tn_plan_desc_check(&st, &a, &d, 16, err, sizeof err) && strstr(err, "stages"), "stages and prefetch: %s",
+          err);
+    st.prefetch = 0;
+    st.vec = 4;
+    st.align_bytes = 8;
+    st.batch *= 2;
+    CHECK(!tn_plan_desc_check(&st, &a, &d, 8, err, sizeof err) && strstr(err, "stages"), "8-byte vectors: %s", err);
+    st = p;
+    st.stages = TN_CLUSTER_MAX_STAGES + 1;
+    st.smem_bytes = (int)tn_cluster_dynamic_smem(&a, &st);
+    CHECK(!tn_plan_desc_check(&st, &a, &d, 16, err, sizeof err) && strstr(err, "stages"), "3 stages: %s", err);
+    st = p;
+    st.stages = 2;
+    st.smem_bytes = (int)tn_cluster_dynamic_smem(&a, &st) + 16;
+    CHECK(!tn_plan_desc_check(&st, &a, &d, 16, err, sizeof err) && strstr(err, "smem_bytes"), "wrong smem_bytes: %s",
+          err);
     tn_fusion_destroy(f);
     tn_fusion_builtin(ctx, TN_BUILTIN_LAYERNORM, &o, &f);
     tn_analyze(f, &a);
