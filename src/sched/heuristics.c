@@ -743,7 +743,9 @@ static int cluster_ctas_per_sm(const tn_schedule_request *r, const tn_plan_desc 
    if the slice is not whole vectors or its registers do not fit. */
 static int cluster_shape(const tn_schedule_request *r, tn_plan_desc *p, int cl, int t) {
     const int64_t nv = p->cols / p->vec;
-    if (cl < 2 || cl > TN_MAX_CLUSTER || nv % cl || t < 32 || t > r->props->max_threads_per_block) return 0;
+    if (cl < 2 || cl > TN_MAX_CLUSTER || (r->max_cluster && cl > r->max_cluster) || nv % cl || t < 32 ||
+        t > r->props->max_threads_per_block)
+        return 0;
     const int batch = (int)ceil_div(nv / cl, t);
     if (batch > 64 || (t > 32 && t / 2 >= nv / cl) || slice_regs(r, p->vec, batch) > regs_cap(r->props, t))
         return 0;
@@ -755,6 +757,22 @@ static int cluster_shape(const tn_schedule_request *r, tn_plan_desc *p, int cl, 
     p->ctas_per_sm = cluster_ctas_per_sm(r, p);
     p->grid = cluster_grid(r, p);
     return 1;
+}
+
+/* CTAs an SM that rows over clusters of q's shape need to all run at once. */
+static int64_t cluster_need(const tn_schedule_request *r, const tn_plan_desc *q) {
+    return ceil_div(r->rows * q->cluster, r->props->sm_count);
+}
+
+/* Whether rows over clusters of q's shape all run at once: at most `most` CTAs
+   an SM, and, where they need two or more, one CTA an SM to spare under what
+   the registers (and shared memory) allow, as clusters pack into GPCs. The
+   driver may still place fewer (tune, bf16: rmsnorm 64 x 65536 over 4 CTAs of
+   128 x 16 at 3 an SM: 62 clusters, 8.6 us; 7.35 over 2): the plan is built
+   again with smaller clusters then (api/plan.c, clusters_short). */
+static int clusters_all_run(const tn_schedule_request *r, const tn_plan_desc *q, int64_t most) {
+    const int64_t need = cluster_need(r, q);
+    return need <= most && (need < 2 || need + 1 <= slice_ctas_an_sm(r, q));
 }
 
 /* Threads for a slice at most `batch` vectors a thread with `per_sm` CTAs'
@@ -793,11 +811,15 @@ static int slice_batch(const tn_analysis *a, int most) {
    8 of 128 x 16 at three; 512 x 65536: 51.2 over 2 of 256 x 16 at one an SM,
    41.8 over 4 of 128 x 16 at three: one CTA's loads overlap another's exps);
    unless `strict`, then at one CTA an SM for heavy fusions and few rows, then
-   any slice that fits at all; doubled for few rows while the clusters fit one
-   wave and slices stay TN_CLUSTER_MIN_SLICE. Returns the cluster size, 0 if
+   any slice that fits at all; doubled for few rows while every cluster runs
+   at once (clusters_all_run, at most TN_CLUSTER_MAX_CTAS_AN_SM CTAs an SM) and
+   slices stay TN_CLUSTER_MIN_SLICE (tune, bf16: rmsnorm 33 x 81920 6.08 us
+   over 8 CTAs of 128 x 10, 6.65 over 4 of 128 x 20; softmax 64 x 65536 7.75
+   over 8 of 128 x 8, 8.48 over 4 of 128 x 16; 64 x 131072 15.3 over 8, 20.4
+   over 4; where 4 CTAs a row would fill the slots, 2 stay: rmsnorm 64 x
+   65536 7.37, layernorm 64 x 81920 9.85, the best). Returns the cluster size, 0 if
    none (p untouched). */
 static int cluster_pick(const tn_schedule_request *r, tn_plan_desc *p, int batch, int heavy, int few, int strict) {
-    const tn_device_props *d = r->props;
     const int64_t row_bytes = r->cols * r->analysis->buffer_elem_bytes;
     int cl = 0;
     for (int c = 2; c <= TN_MAX_CLUSTER && !cl; c *= 2)
@@ -807,9 +829,12 @@ static int cluster_pick(const tn_schedule_request *r, tn_plan_desc *p, int batch
     for (int c = 2; c <= TN_MAX_CLUSTER && !cl && !strict; c *= 2)
         if (cluster_fit(r, p, c, 64, 1)) cl = c, batch = 64;
     if (!cl) return 0;
-    while (few && 2 * cl <= TN_MAX_CLUSTER && r->rows * 2 * cl <= d->sm_count &&
-           row_bytes / (2 * cl) >= TN_CLUSTER_MIN_SLICE && cluster_fit(r, p, 2 * cl, batch, 1))
+    while (few && 2 * cl <= TN_MAX_CLUSTER && row_bytes / (2 * cl) >= TN_CLUSTER_MIN_SLICE) {
+        tn_plan_desc q = *p;
+        if (!cluster_fit(r, &q, 2 * cl, batch, 1) || !clusters_all_run(r, &q, TN_CLUSTER_MAX_CTAS_AN_SM)) break;
+        *p = q;
         cl *= 2;
+    }
     if (few && !p->ctas_per_sm && (p->ctas_per_sm = bound_ctas(r, p))) p->grid = cluster_grid(r, p);
     return cl;
 }
@@ -836,15 +861,19 @@ static int cluster_pick(const tn_schedule_request *r, tn_plan_desc *p, int batch
 static int spread_short_rows(const tn_schedule_request *r, tn_plan_desc *p) {
     const tn_device_props *d = r->props;
     const tn_analysis *a = r->analysis;
-    const int64_t nv = r->cols / p->vec;
+    const int64_t nv = r->cols / p->vec, row_bytes = r->cols * a->buffer_elem_bytes;
     const int most = a->num_levels > 1 ? TN_REG_BATCH_LONG : 2;
+    /* Over a quarter of the SMs in rows: every SM already has most of a row, so
+       slices of at least TN_CLUSTER_MIN_SLICE, at most 2 CTAs an SM. */
+    const int many = r->rows * 4 > d->sm_count;
     for (int cl = TN_MAX_CLUSTER; cl >= 2; cl /= 2) {
+        if (many && row_bytes / cl < TN_CLUSTER_MIN_SLICE) continue;
         int t = 128;
         while (t < TN_REG_WIDEN_MAX && ceil_div(nv / cl, t) > most) t *= 2;
         tn_plan_desc q = *p;
         if (!cluster_shape(r, &q, cl, t)) continue;
-        const int64_t per_sm = slice_ctas_an_sm(r, &q);
-        if (r->rows * cl > min_i64(4, per_sm) * d->sm_count || (a->special_evals >= 2 && cl > 2 && per_sm < 2))
+        if (!clusters_all_run(r, &q, many ? 2 : TN_CLUSTER_MAX_CTAS_AN_SM) ||
+            (a->special_evals >= 2 && cl > 2 && slice_ctas_an_sm(r, &q) < 2))
             continue;
         *p = q;
         why(p, "cluster: %lld rows of %lld bytes leave SMs idle in one CTA a row: each split over %d CTAs of %d "
@@ -899,8 +928,9 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
     const int fits_sm = row_bytes + 1024 <= d->smem_per_block_optin;
     const int heavy = a->special_evals >= 2; /* special functions in two or more phases */
     const int must_carry = !forced && !few && fits_sm && heavy;
-    if (!forced && one_cta && r->rows * 4 <= d->sm_count && row_bytes > TN_CLUSTER_SHORT_ROW_BYTES &&
-        row_bytes < TN_CLUSTER_FEW_ROW_BYTES && spread_short_rows(r, p))
+    if (!forced && one_cta && row_bytes > TN_CLUSTER_SHORT_ROW_BYTES &&
+        (r->rows * 4 <= d->sm_count ? row_bytes < TN_CLUSTER_FEW_ROW_BYTES : r->rows * 2 <= d->sm_count) &&
+        spread_short_rows(r, p))
         return 1;
     if (!forced && !few) {
         if (one_cta && r->rows * 4 > d->sm_count)

@@ -13,6 +13,7 @@ typedef struct tn_schedule_request {
     const tn_device_props *props;
     int pdl;     /* 1: programmatic dependent launch (sm_90+) */
     unsigned avoid; /* bit 1 << kind: kinds to pass over unless forced (ptxas spilled in their plan) */
+    int max_cluster; /* 0, or the largest cluster a plan may take (the driver placed fewer clusters than planned) */
 } tn_schedule_request;
 
 /* Fills out; on failure returns 0 with the reason in err. The plan's why
@@ -56,6 +57,9 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
    bytes: smaller ones spend more on the cluster barrier than they save. */
 #define TN_CLUSTER_FEW_ROW_BYTES (64 * 1024)
 #define TN_CLUSTER_MIN_SLICE (8 * 1024)
+/* Most CTAs an SM a cluster plan spreads few rows over (cluster_pick,
+   spread_short_rows), with one more to spare: every cluster must run at once. */
+#define TN_CLUSTER_MAX_CTAS_AN_SM 4
 /* Rows one CTA holds in registers are spread over a cluster, where there are
    fewer rows than a quarter of the SMs, above this many bytes and under
    TN_CLUSTER_FEW_ROW_BYTES (see spread_short_rows). */

@@ -177,11 +177,14 @@ static void test_decisions(tn_context *ctx) {
     }
     /* Under a quarter of the SMs of rows over 16 KiB that one CTA would hold: spread over a cluster at two vectors
        a thread (1 x 16384: 8 CTAs of 128 x 2; 33 x 24576: 384 vectors a CTA, 256 x 2 with a quarter of the lanes
-       idle, as rmsnorm has one reduction; layernorm's two take 128 x 3, below); rows of 16 KiB, and 34 rows,
-       stay in the register plan. */
+       idle, as rmsnorm has one reduction; layernorm's two take 128 x 3, below); up to half the SMs in rows,
+       slices of 8 KiB or more at up to two CTAs an SM (64 x 16384: 4 CTAs of 256 x 2; 34 x 24576: 2 of 512 x 3,
+       as 4 would need 2 CTAs an SM and leave none to spare; 64 x 12288: 2 of 512 x 2); rows of 16 KiB, and 67
+       rows, stay in the register plan. */
     const struct { int64_t rows, cols; int cluster, t, batch; } spread[] = {
-        {1, 16384, 8, 128, 2}, {8, 16384, 8, 128, 2}, {33, 24576, 8, 256, 2}, {1, 12288, 8, 128, 2},
-        {1, 8192, 1, 0, 0},    {64, 16384, 1, 0, 0},  {34, 24576, 1, 0, 0}};
+        {1, 16384, 8, 128, 2},  {8, 16384, 8, 128, 2},  {33, 24576, 8, 256, 2}, {1, 12288, 8, 128, 2},
+        {1, 8192, 1, 0, 0},     {64, 16384, 4, 256, 2}, {34, 24576, 2, 512, 3}, {64, 12288, 2, 512, 2},
+        {64, 8192, 1, 0, 0},    {67, 16384, 1, 0, 0}};
     for (size_t i = 0; i < sizeof spread / sizeof spread[0]; i++) {
         req.rows = spread[i].rows;
         req.cols = spread[i].cols;
@@ -224,6 +227,18 @@ static void test_decisions(tn_context *ctx) {
     st.smem_bytes = (int)tn_cluster_dynamic_smem(&a, &st) + 16;
     CHECK(!tn_plan_desc_check(&st, &a, &d, 16, err, sizeof err) && strstr(err, "smem_bytes"), "wrong smem_bytes: %s",
           err);
+    /* Where the driver places fewer clusters than the rows need, the plan is made again under a cluster cap. */
+    req.rows = 64;
+    req.cols = 65536;
+    CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 8,
+          "rmsnorm 64x65536: 8 CTAs a row: %s", err);
+    req.max_cluster = 4;
+    CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster <= 4,
+          "rmsnorm 64x65536 under a cap of 4: %d", p.cluster);
+    req.max_cluster = 2;
+    CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 2,
+          "rmsnorm 64x65536 under a cap of 2: %d", p.cluster);
+    req.max_cluster = 0;
     tn_fusion_destroy(f);
     tn_fusion_builtin(ctx, TN_BUILTIN_LAYERNORM, &o, &f);
     tn_analyze(f, &a);
@@ -290,7 +305,7 @@ static void test_decisions(tn_context *ctx) {
        at two CTAs an SM (softmax evaluates exp in two phases: its CTAs overlap one's loads with another's exps). */
     tn_fusion_builtin(ctx, TN_BUILTIN_SOFTMAX, &o, &f);
     tn_analyze(f, &a);
-    const int64_t cl_shapes[][3] = {{1, 65536, 8}, {1, 262144, 8}, {4096, 131072, 8}, {64, 65536, 4}};
+    const int64_t cl_shapes[][3] = {{1, 65536, 8}, {1, 262144, 8}, {4096, 131072, 8}, {64, 65536, 8}};
     for (int i = 0; i < 4; i++) {
         tn_schedule_request cr = {&a, cl_shapes[i][0], cl_shapes[i][1], 16, -1, &d};
         CHECK(tn_schedule(&cr, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == cl_shapes[i][2],
