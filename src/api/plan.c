@@ -175,51 +175,64 @@ static tn_status schedule(tn_plan *plan, int align, int kind, tn_plan_desc *desc
                         (long long)plan->rows, (long long)plan->cols, err);
 }
 
-/* The scheduler's plan, built into var. Where ptxas still spills after
-   build_variant's recompiles (the scheduler's register estimate fell short for
-   this fusion: rmsnorm bf16 1000 x 57344, 52 bytes at 255 registers in the
-   register plan of 256 threads x 28 vectors), the plan it makes passing over
-   that kind, where that one compiles without spills and is not the looped
-   plan (which reads every row twice from memory: a few spilled bytes cost
-   less). A forced kind keeps its plan. */
 /* Whether the scheduler sized var's cluster plan for every row at once (few
-   rows spread over clusters) and the driver places fewer clusters than that:
-   the last rows would take a second round (tune, H200, bf16: rmsnorm 64 x
-   65536 over 4 CTAs a row, 62 clusters placed, 8.1 us; 7.35 over 2). */
+   rows, under half the SMs, spread over clusters) and the driver places fewer
+   clusters than that: the last rows would take a second round (tune, H200,
+   bf16: rmsnorm 64 x 65536 over 4 CTAs a row, 62 clusters placed, 8.1 us;
+   7.35 over 2). Plans of many rows loop over them whatever the count. */
 static int clusters_short(const tn_plan *plan, const tn_variant *var, const tn_plan_desc *planned) {
     const int64_t all = plan->rows * planned->cluster;
-    return var->desc.kind == TN_PLAN_CLUSTER && planned->grid >= all && var->launches[0].grid < all &&
-           planned->cluster > 2;
+    return var->desc.kind == TN_PLAN_CLUSTER && plan->rows * 2 <= plan->ctx->props.sm_count && planned->grid >= all &&
+           var->launches[0].grid < all && planned->cluster > 2;
 }
 
+/* The scheduler's plan, built into var. Where the driver would not run all of
+   a few-row cluster plan's clusters at once (the scheduler only estimates how
+   clusters pack into GPCs), the plan made under a cap of half that cluster
+   size, twice at most, if it is a cluster plan that spills no more. Where
+   ptxas still spills after build_variant's recompiles (the scheduler's
+   register estimate fell short for this fusion: rmsnorm bf16 1000 x 57344, 52
+   bytes at 255 registers in the register plan of 256 threads x 28 vectors),
+   the plan it makes passing over that kind (under the same cap), where that
+   one compiles without spills and is not the looped plan (which reads every
+   row twice from memory: a few spilled bytes cost less). A forced kind keeps
+   its plan. */
 static tn_status schedule_build(tn_plan *plan, tn_variant *var, int align, int kind) {
     tn_plan_desc desc;
     tn_status st = schedule(plan, align, kind, &desc);
     if (st == TN_STATUS_OK) st = build_variant(plan, var, &desc);
-    /* Smaller clusters where the driver would not run them all at once (the scheduler only estimates how
-       clusters pack into GPCs). */
+    int max_cluster = 0;
     for (int tries = 0; st == TN_STATUS_OK && kind < 0 && tries < 2 && clusters_short(plan, var, &desc); tries++) {
         char err[320];
         tn_schedule_request req = request(plan, align, -1, 0);
         req.max_cluster = desc.cluster / 2;
+        tn_plan_desc next;
         tn_variant other;
         memset(&other, 0, sizeof other);
-        const int placed = (int)(var->launches[0].grid / desc.cluster);
+        if (!tn_schedule(&req, &next, err, sizeof err) || next.kind != TN_PLAN_CLUSTER) break;
         char last[512]; /* the caller's last error stays as it was: the plan built above stands if this fails */
         snprintf(last, sizeof last, "%s", tn_error_text(plan->ctx));
-        if (!tn_schedule(&req, &desc, err, sizeof err) || build_variant(plan, &other, &desc) != TN_STATUS_OK) {
+        if (build_variant(plan, &other, &next) != TN_STATUS_OK) {
             tn_set_error(plan->ctx, TN_STATUS_OK, "%s", last);
             break;
         }
+        if (spill_bytes(&other) > spill_bytes(var)) {
+            release_variant(plan->ctx, &other);
+            break;
+        }
         const size_t len = strlen(other.desc.why);
-        snprintf(other.desc.why + len, sizeof other.desc.why - len, "; clusters of %d passed over: the driver runs %d "
-                 "at once, under the %lld rows", req.max_cluster * 2, placed, (long long)plan->rows);
+        snprintf(other.desc.why + len, sizeof other.desc.why - len, "; clusters of %d passed over: the driver runs %lld "
+                 "at once, under the %lld rows", desc.cluster, (long long)(var->launches[0].grid / desc.cluster),
+                 (long long)plan->rows);
         release_variant(plan->ctx, var);
         move_variant(var, &other);
+        desc = next;
+        max_cluster = req.max_cluster;
     }
     if (st != TN_STATUS_OK || kind >= 0 || !spill_bytes(var)) return st;
     char err[320];
-    const tn_schedule_request req = request(plan, align, -1, 1u << var->desc.kind);
+    tn_schedule_request req = request(plan, align, -1, 1u << var->desc.kind);
+    req.max_cluster = max_cluster;
     tn_variant other;
     memset(&other, 0, sizeof other);
     if (!tn_schedule(&req, &desc, err, sizeof err) || desc.kind == TN_PLAN_LOOPED) return TN_STATUS_OK;

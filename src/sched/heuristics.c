@@ -766,13 +766,16 @@ static int64_t cluster_need(const tn_schedule_request *r, const tn_plan_desc *q)
 
 /* Whether rows over clusters of q's shape all run at once: at most `most` CTAs
    an SM, and, where they need two or more, one CTA an SM to spare under what
-   the registers (and shared memory) allow, as clusters pack into GPCs. The
+   the registers (in whole 8-register steps, as allocated) and shared memory
+   allow, as clusters pack into GPCs. The
    driver may still place fewer (tune, bf16: rmsnorm 64 x 65536 over 4 CTAs of
    128 x 16 at 3 an SM: 62 clusters, 8.6 us; 7.35 over 2): the plan is built
    again with smaller clusters then (api/plan.c, clusters_short). */
 static int clusters_all_run(const tn_schedule_request *r, const tn_plan_desc *q, int64_t most) {
     const int64_t need = cluster_need(r, q);
-    return need <= most && (need < 2 || need + 1 <= slice_ctas_an_sm(r, q));
+    return need <= most && (need < 2 || (need + 1 <= slice_ctas_an_sm(r, q) &&
+                                         regs_cap(r->props, (int)(need + 1) * q->block_threads) >=
+                                             slice_regs(r, q->vec, q->batch)));
 }
 
 /* Threads for a slice at most `batch` vectors a thread with `per_sm` CTAs'
@@ -813,11 +816,10 @@ static int slice_batch(const tn_analysis *a, int most) {
    unless `strict`, then at one CTA an SM for heavy fusions and few rows, then
    any slice that fits at all; doubled for few rows while every cluster runs
    at once (clusters_all_run, at most TN_CLUSTER_MAX_CTAS_AN_SM CTAs an SM) and
-   slices stay TN_CLUSTER_MIN_SLICE (tune, bf16: rmsnorm 33 x 81920 6.08 us
-   over 8 CTAs of 128 x 10, 6.65 over 4 of 128 x 20; softmax 64 x 65536 7.75
-   over 8 of 128 x 8, 8.48 over 4 of 128 x 16; 64 x 131072 15.3 over 8, 20.4
-   over 4; where 4 CTAs a row would fill the slots, 2 stay: rmsnorm 64 x
-   65536 7.37, layernorm 64 x 81920 9.85, the best). Returns the cluster size, 0 if
+   slices stay TN_CLUSTER_MIN_SLICE (tune, bf16: rmsnorm 33 x 81920 6.48 us
+   over 8 CTAs of 128 x 10, 6.65 over 4 of 128 x 20; 33 x 49152 4.40 over 8,
+   the best; softmax 64 x 131072 15.3 over 8, 20.4 over 4; layernorm 64 x
+   81920 stays at 2, 9.85, the best). Returns the cluster size, 0 if
    none (p untouched). */
 static int cluster_pick(const tn_schedule_request *r, tn_plan_desc *p, int batch, int heavy, int few, int strict) {
     const int64_t row_bytes = r->cols * r->analysis->buffer_elem_bytes;

@@ -227,11 +227,12 @@ static void test_decisions(tn_context *ctx) {
     st.smem_bytes = (int)tn_cluster_dynamic_smem(&a, &st) + 16;
     CHECK(!tn_plan_desc_check(&st, &a, &d, 16, err, sizeof err) && strstr(err, "smem_bytes"), "wrong smem_bytes: %s",
           err);
-    /* Where the driver places fewer clusters than the rows need, the plan is made again under a cluster cap. */
+    /* Where the driver places fewer clusters than the rows need, the plan is made again under a cluster cap. 8
+       CTAs of 128 x 8 a row would need 4 an SM with none to spare (100 registers allocated as 104). */
     req.rows = 64;
     req.cols = 65536;
-    CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 8,
-          "rmsnorm 64x65536: 8 CTAs a row: %s", err);
+    CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 4,
+          "rmsnorm 64x65536: 4 CTAs a row: %s (%d)", p.why, p.cluster);
     req.max_cluster = 4;
     CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster <= 4,
           "rmsnorm 64x65536 under a cap of 4: %d", p.cluster);
@@ -305,7 +306,7 @@ static void test_decisions(tn_context *ctx) {
        at two CTAs an SM (softmax evaluates exp in two phases: its CTAs overlap one's loads with another's exps). */
     tn_fusion_builtin(ctx, TN_BUILTIN_SOFTMAX, &o, &f);
     tn_analyze(f, &a);
-    const int64_t cl_shapes[][3] = {{1, 65536, 8}, {1, 262144, 8}, {4096, 131072, 8}, {64, 65536, 8}};
+    const int64_t cl_shapes[][3] = {{1, 65536, 8}, {1, 262144, 8}, {4096, 131072, 8}, {64, 65536, 4}};
     for (int i = 0; i < 4; i++) {
         tn_schedule_request cr = {&a, cl_shapes[i][0], cl_shapes[i][1], 16, -1, &d};
         CHECK(tn_schedule(&cr, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == cl_shapes[i][2],
