@@ -818,8 +818,9 @@ static int slice_batch(const tn_analysis *a, int most) {
    at once (clusters_all_run, at most TN_CLUSTER_MAX_CTAS_AN_SM CTAs an SM) and
    slices stay TN_CLUSTER_MIN_SLICE (tune, bf16: rmsnorm 33 x 81920 6.48 us
    over 8 CTAs of 128 x 10, 6.65 over 4 of 128 x 20; 33 x 49152 4.40 over 8,
-   the best; softmax 64 x 131072 15.3 over 8, 20.4 over 4; layernorm 64 x
-   81920 stays at 2, 9.85, the best). Returns the cluster size, 0 if
+   the best), one CTA an SM where rows are over a quarter of the SMs (rmsnorm
+   64 x 65536 and layernorm 64 x 81920 stay at 2, 7.35 and 9.85 us, the
+   best). Returns the cluster size, 0 if
    none (p untouched). */
 static int cluster_pick(const tn_schedule_request *r, tn_plan_desc *p, int batch, int heavy, int few, int strict) {
     const int64_t row_bytes = r->cols * r->analysis->buffer_elem_bytes;
@@ -833,7 +834,10 @@ static int cluster_pick(const tn_schedule_request *r, tn_plan_desc *p, int batch
     if (!cl) return 0;
     while (few && 2 * cl <= TN_MAX_CLUSTER && row_bytes / (2 * cl) >= TN_CLUSTER_MIN_SLICE) {
         tn_plan_desc q = *p;
-        if (!cluster_fit(r, &q, 2 * cl, batch, 1) || !clusters_all_run(r, &q, TN_CLUSTER_MAX_CTAS_AN_SM)) break;
+        /* Over a quarter of the SMs in rows, one CTA an SM at most (the driver placed 62 of 64 rows' clusters of
+           4 in every shape tried at 2-3 an SM: rmsnorm 64 x 65536 8.1-8.6 us, 7.35 over 2). */
+        const int64_t most = r->rows * 4 <= r->props->sm_count ? TN_CLUSTER_MAX_CTAS_AN_SM : 1;
+        if (!cluster_fit(r, &q, 2 * cl, batch, 1) || !clusters_all_run(r, &q, most)) break;
         *p = q;
         cl *= 2;
     }

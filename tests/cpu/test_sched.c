@@ -227,18 +227,23 @@ static void test_decisions(tn_context *ctx) {
     st.smem_bytes = (int)tn_cluster_dynamic_smem(&a, &st) + 16;
     CHECK(!tn_plan_desc_check(&st, &a, &d, 16, err, sizeof err) && strstr(err, "smem_bytes"), "wrong smem_bytes: %s",
           err);
-    /* Where the driver places fewer clusters than the rows need, the plan is made again under a cluster cap. 8
-       CTAs of 128 x 8 a row would need 4 an SM with none to spare (100 registers allocated as 104). */
+    /* Few long rows: clusters doubled while every CTA runs at once with one an SM to spare, up to 4 an SM for
+       under a quarter of the SMs in rows (33 x 81920: 8 CTAs), 1 above (64 x 65536: 2); where the driver places
+       fewer clusters than the rows need, the plan is made again under a cluster cap. */
     req.rows = 64;
     req.cols = 65536;
-    CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 4,
-          "rmsnorm 64x65536: 4 CTAs a row: %s (%d)", p.why, p.cluster);
+    CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 2,
+          "rmsnorm 64x65536: 2 CTAs a row: %s (%d)", p.why, p.cluster);
+    req.rows = 33;
+    req.cols = 81920;
+    CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 8,
+          "rmsnorm 33x81920: 8 CTAs a row: %s (%d)", p.why, p.cluster);
     req.max_cluster = 4;
-    CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster <= 4,
-          "rmsnorm 64x65536 under a cap of 4: %d", p.cluster);
+    CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 4,
+          "rmsnorm 33x81920 under a cap of 4: %d", p.cluster);
     req.max_cluster = 2;
     CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 2,
-          "rmsnorm 64x65536 under a cap of 2: %d", p.cluster);
+          "rmsnorm 33x81920 under a cap of 2: %d", p.cluster);
     req.max_cluster = 0;
     tn_fusion_destroy(f);
     tn_fusion_builtin(ctx, TN_BUILTIN_LAYERNORM, &o, &f);
