@@ -835,7 +835,8 @@ static int cluster_pick(const tn_schedule_request *r, tn_plan_desc *p, int batch
     while (few && 2 * cl <= TN_MAX_CLUSTER && row_bytes / (2 * cl) >= TN_CLUSTER_MIN_SLICE) {
         tn_plan_desc q = *p;
         /* Over a quarter of the SMs in rows, one CTA an SM at most (the driver placed 62 of 64 rows' clusters of
-           4 in every shape tried at 2-3 an SM: rmsnorm 64 x 65536 8.1-8.6 us, 7.35 over 2). */
+           4 or 8 at 2-5 an SM in rmsnorm's and layernorm's 64-row shapes: rmsnorm 64 x 65536 8.1-8.6 us, 7.35
+           over 2; softmax 64 x 65536's 8 x 128 x 8 got all 64). */
         const int64_t most = r->rows * 4 <= r->props->sm_count ? TN_CLUSTER_MAX_CTAS_AN_SM : 1;
         if (!cluster_fit(r, &q, 2 * cl, batch, 1) || !clusters_all_run(r, &q, most)) break;
         *p = q;
