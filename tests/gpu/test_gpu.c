@@ -380,6 +380,37 @@ static void check_pdl_chain(tn_context *ctx, int64_t rows, int64_t cols) {
    and long rows, every dtype (bf16 only where `few`); a forced kind may refuse
    a shape, or carry where a thread would keep too many values, saying why.
    Each again without carry (the register and cluster plans carry by default). */
+/* Few rows spread over clusters are planned to run every cluster at once: on
+   the GPU the launch grid (the driver's count of clusters placed) must hold
+   them all, or the plan must say it passed over larger clusters for smaller. */
+static void check_clusters_placed(tn_context *ctx) {
+    static const int64_t shapes[][2] = {{64, 65536}, {33, 81920}, {64, 32768}, {40, 20480}, {50, 24576},
+                                        {33, 49152}, {8, 131072}, {64, 16384}};
+    for (int op = 0; op < TN_BUILTIN_COUNT; op++)
+        for (int i = 0; i < (int)(sizeof shapes / sizeof shapes[0]); i++) {
+            tn_builtin_options o = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0};
+            tn_fusion *f = NULL;
+            tn_plan *plan = NULL;
+            tn_fusion_builtin(ctx, (tn_builtin)op, &o, &f);
+            tn_status st = tn_plan_create(ctx, f, shapes[i][0], shapes[i][1], NULL, &plan);
+            char json[8192] = "";
+            if (st == TN_STATUS_OK) st = tn_plan_describe(plan, TN_DESCRIBE_JSON, json, sizeof json, NULL);
+            long long grid = 0;
+            int cl = 1;
+            const char *at = strstr(json, "\"grid\": ");
+            if (at) sscanf(at, "\"grid\": %lld", &grid);
+            if ((at = strstr(json, "\"cluster\": "))) sscanf(at, "\"cluster\": %d", &cl);
+            const int ok = st == TN_STATUS_OK && (cl == 1 || grid >= shapes[i][0] * cl || strstr(json, "passed over"));
+            if (ok) g_passed++;
+            else g_failed++;
+            printf("%s clusters placed: %s [%lld x %lld]: cluster %d, grid %lld%s\n", ok ? "PASS" : "FAIL",
+                   tn_builtin_name((tn_builtin)op), (long long)shapes[i][0], (long long)shapes[i][1], cl, grid,
+                   strstr(json, "passed over") ? " (smaller clusters: the driver placed fewer)" : "");
+            tn_plan_destroy(plan);
+            tn_fusion_destroy(f);
+        }
+}
+
 static void check_carry(tn_context *ctx, int sm90, int few) {
     static const struct { int64_t rows, cols; const char *kind; } shapes[] = {
         {3, 1, "register"},     {1000, 7, "register"},   {1000, 4097, "register"}, {257, 16384, "register"},
@@ -644,6 +675,7 @@ int main(int argc, char **argv) {
     check_carry_fuzz(ctx, quick || sanitize ? 3 : 12);
     check_launch_errors(ctx);
     if (props.cc_major >= 9) {
+        check_clusters_placed(ctx);
         check_pdl_chain(ctx, 8, 4096);
         check_pdl_chain(ctx, 4096, 4096);
     }
