@@ -15,6 +15,7 @@ typedef struct golden {
     int stats;
     int64_t rows, cols;
     int kind;
+    int stages; /* a cluster plan's slices through this many stages of shared memory */
 } golden;
 
 static const golden k_goldens[] = {
@@ -36,6 +37,9 @@ static const golden k_goldens[] = {
     /* cluster: two reductions, each over the CTA then the cluster; the statistics stored by rank 0 only. */
     {"layernorm_bf16_stats_4096x131072_cluster.cu", TN_BUILTIN_LAYERNORM, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 1,
      4096, 131072, TN_PLAN_CLUSTER},
+    /* cluster with two stages: each CTA's slices of the rows ahead stream in by bulk copies (tune's candidate). */
+    {"rmsnorm_bf16_4096x65536_cluster_staged.cu", TN_BUILTIN_RMSNORM, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0,
+     4096, 65536, TN_PLAN_CLUSTER, 2},
 };
 
 static char *generate(tn_context *ctx, const golden *g) {
@@ -50,6 +54,11 @@ static char *generate(tn_context *ctx, const golden *g) {
     tn_plan_desc p;
     char err[320];
     CHECK(tn_schedule(&req, &p, err, sizeof err), "%s: %s", g->file, err);
+    if (g->stages) {
+        p.stages = g->stages;
+        p.smem_bytes = (int)tn_cluster_dynamic_smem(&a, &p);
+        CHECK(tn_plan_desc_check(&p, &a, &d, 16, err, sizeof err), "%s: %s", g->file, err);
+    }
     tn_strbuf sb;
     tn_strbuf_init(&sb, NULL);
     tn_codegen(f, &a, &p, &sb);
