@@ -175,6 +175,16 @@ static tn_status schedule(tn_plan *plan, int align, int kind, tn_plan_desc *desc
                         (long long)plan->rows, (long long)plan->cols, err);
 }
 
+/* build_variant for a plan that may replace one already built: where it
+   fails, the caller's last error stays as it was (the first plan stands). */
+static tn_status build_alternative(tn_plan *plan, tn_variant *other, const tn_plan_desc *desc) {
+    char last[512];
+    snprintf(last, sizeof last, "%s", tn_error_text(plan->ctx));
+    const tn_status st = build_variant(plan, other, desc);
+    if (st != TN_STATUS_OK) tn_set_error(plan->ctx, TN_STATUS_OK, "%s", last);
+    return st;
+}
+
 /* Whether the scheduler sized var's cluster plan for every row at once (few
    rows, under half the SMs, spread over clusters) and the driver places fewer
    clusters than that: the last rows would take a second round (tune, H200,
@@ -209,13 +219,9 @@ static tn_status schedule_build(tn_plan *plan, tn_variant *var, int align, int k
         tn_plan_desc next;
         tn_variant other;
         memset(&other, 0, sizeof other);
-        if (!tn_schedule(&req, &next, err, sizeof err) || next.kind != TN_PLAN_CLUSTER) break;
-        char last[512]; /* the caller's last error stays as it was: the plan built above stands if this fails */
-        snprintf(last, sizeof last, "%s", tn_error_text(plan->ctx));
-        if (build_variant(plan, &other, &next) != TN_STATUS_OK) {
-            tn_set_error(plan->ctx, TN_STATUS_OK, "%s", last);
+        if (!tn_schedule(&req, &next, err, sizeof err) || next.kind != TN_PLAN_CLUSTER ||
+            build_alternative(plan, &other, &next) != TN_STATUS_OK)
             break;
-        }
         if (spill_bytes(&other) > spill_bytes(var)) {
             release_variant(plan->ctx, &other);
             break;
@@ -236,12 +242,7 @@ static tn_status schedule_build(tn_plan *plan, tn_variant *var, int align, int k
     tn_variant other;
     memset(&other, 0, sizeof other);
     if (!tn_schedule(&req, &desc, err, sizeof err) || desc.kind == TN_PLAN_LOOPED) return TN_STATUS_OK;
-    char last[512]; /* the caller's last error stays as it was: this call succeeds whatever the fallback does */
-    snprintf(last, sizeof last, "%s", tn_error_text(plan->ctx));
-    if (build_variant(plan, &other, &desc) != TN_STATUS_OK) {
-        tn_set_error(plan->ctx, TN_STATUS_OK, "%s", last);
-        return TN_STATUS_OK; /* keep the spilling plan */
-    }
+    if (build_alternative(plan, &other, &desc) != TN_STATUS_OK) return TN_STATUS_OK; /* keep the spilling plan */
     if (spill_bytes(&other)) {
         release_variant(plan->ctx, &other);
         return TN_STATUS_OK;

@@ -523,12 +523,17 @@ static void row_sources(gen *g, int rows, int64_t elems) {
    fills a stage with bulk copies of a whole row group (tn_stage_issue, in
    tn_bulk.cuh), everyone waits on its mbarrier, and once all have read it the
    stage is refilled with the row group S turns ahead. */
+/* The ring's stages (rows of `elems` elements each) and their "full" barriers after them. */
+static void ring_declare(gen *g, int rows, int64_t elems) {
+    tn_strbuf_printf(g->sb, "    constexpr int S = %d;\n", g->p->stages);
+    row_sources(g, rows, elems);
+    tn_strbuf_append(g->sb,
+                     "    unsigned long long *tn_full = reinterpret_cast<unsigned long long *>(tn_smem + S * STAGE_BYTES);\n");
+}
 static void ring_open(gen *g) {
     cta_rows(g);
-    tn_strbuf_printf(g->sb, "    constexpr int S = %d;\n", g->p->stages);
-    row_sources(g, g->p->rows_per_cta, g->p->cols);
+    ring_declare(g, g->p->rows_per_cta, g->p->cols);
     tn_strbuf_append(g->sb,
-                     "    unsigned long long *tn_full = reinterpret_cast<unsigned long long *>(tn_smem + S * STAGE_BYTES);\n"
                      "    const long long G = M / R + (M % R != 0);\n"
                      "    tn_ring_start<R, S, NIN>(tn_src, tn_smem, STAGE_BYTES, tn_full, G, M, blockIdx.x, gridDim.x, 0);\n"
                      "    long long turn = 0;\n"
@@ -614,12 +619,9 @@ static void cluster_open(gen *g) {
     tn_strbuf_append(g->sb, "    const unsigned rank = tn_cluster_rank();\n"
                             "    const int VB = (int)rank * NVL;  // this CTA's slice of every row\n");
     if (g->p->stages) {
-        tn_strbuf_printf(g->sb, "    constexpr int S = %d;\n", g->p->stages);
-        row_sources(g, 1, g->p->cols / g->p->cluster);
-        tn_strbuf_append(g->sb,
-                         "    unsigned long long *tn_full = reinterpret_cast<unsigned long long *>(tn_smem + S * STAGE_BYTES);\n"
-                         "    tn_ring_start<1, S, NIN>(tn_src, tn_smem, STAGE_BYTES, tn_full, M, M, blockIdx.x / CL, gridDim.x / CL, "
-                         "rank);\n");
+        ring_declare(g, 1, g->p->cols / g->p->cluster);
+        tn_strbuf_append(g->sb, "    tn_ring_start<1, S, NIN>(tn_src, tn_smem, STAGE_BYTES, tn_full, M, M, blockIdx.x / CL, "
+                                "gridDim.x / CL, rank);\n");
     }
     if (g->nred)
         tn_strbuf_append(g->sb,
@@ -676,14 +678,15 @@ static const skeleton_code k_ws_ring = {"warp-specialized ring (producer warp, c
 typedef struct kind_code {
     const storage_code *storage;
     const skeleton_code *skeleton;
+    const storage_code *staged; /* the storage where the plan has stages and the kind does not always (or NULL) */
 } kind_code;
 
 static const kind_code k_kinds[TN_PLAN_KIND_COUNT] = {
-    [TN_PLAN_REGISTER] = {&k_registers, &k_grid_stride},
-    [TN_PLAN_LOOPED] = {&k_global, &k_grid_stride},
-    [TN_PLAN_TMA] = {&k_shared, &k_ring},
-    [TN_PLAN_TMA_WS] = {&k_shared_chunks, &k_ws_ring},
-    [TN_PLAN_CLUSTER] = {&k_register_slice, &k_cluster},
+    [TN_PLAN_REGISTER] = {&k_registers, &k_grid_stride, NULL},
+    [TN_PLAN_LOOPED] = {&k_global, &k_grid_stride, NULL},
+    [TN_PLAN_TMA] = {&k_shared, &k_ring, NULL},
+    [TN_PLAN_TMA_WS] = {&k_shared_chunks, &k_ws_ring, NULL},
+    [TN_PLAN_CLUSTER] = {&k_register_slice, &k_cluster, &k_staged_slice},
 };
 
 /* Whether a phase after `phase` reads a ROW input (with carried values taken as computed). */
@@ -696,8 +699,8 @@ static int reads_row_after(const gen *g, int phase) {
 }
 
 void tn_codegen(const tn_fusion *f, const tn_analysis *a, const tn_plan_desc *p, tn_strbuf *sb) {
-    gen g = {f, a, p, sb, k_kinds[p->kind].storage, k_kinds[p->kind].skeleton, 0, {0}, 0, 0, 0, 0};
-    if (p->kind == TN_PLAN_CLUSTER && p->stages) g.storage = &k_staged_slice; /* the slices stream through a ring */
+    const kind_code *kc = &k_kinds[p->kind];
+    gen g = {f, a, p, sb, p->stages && kc->staged ? kc->staged : kc->storage, kc->skeleton, 0, {0}, 0, 0, 0, 0};
     g.carry = p->carry && tn_plan_carry_floats(p, 1) && a->num_carried;
     for (int i = 0; i < f->num_nodes; i++) {
         const tn_node *n = &f->nodes[i];

@@ -885,7 +885,7 @@ static int spread_short_rows(const tn_schedule_request *r, tn_plan_desc *p) {
         *p = q;
         why(p, "cluster: %lld rows of %lld bytes leave SMs idle in one CTA a row: each split over %d CTAs of %d "
             "threads, %d vectors each held in registers; reductions meet through distributed shared memory",
-            (long long)r->rows, (long long)(r->cols * a->buffer_elem_bytes), cl, p->threads_per_row, p->batch);
+            (long long)r->rows, (long long)row_bytes, cl, p->threads_per_row, p->batch);
         if (p->ctas_per_sm)
             why(p, "compiled for %d CTAs an SM: special functions in %d phases keep each CTA computing long",
                 p->ctas_per_sm, a->special_evals);

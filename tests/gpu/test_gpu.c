@@ -39,16 +39,22 @@ typedef struct gpu_case {
     int stages;      /* a cluster plan's slices through this many stages of shared memory (replayed), if > 0 */
 } gpu_case;
 
+/* The plan's JSON (the caller frees it); the plan destroyed. */
+static char *take_json(tn_plan **plan) {
+    size_t n = 0;
+    tn_plan_describe(*plan, TN_DESCRIBE_JSON, NULL, 0, &n);
+    char *json = malloc(n + 1);
+    tn_plan_describe(*plan, TN_DESCRIBE_JSON, json, n, NULL);
+    tn_plan_destroy(*plan);
+    *plan = NULL;
+    return json;
+}
+
 /* The plan's JSON with the 0/1 field `"field"` set to `value` and replayed as
    a new plan (the old one destroyed); TN_STATUS_INTERNAL if the JSON lacks it. */
 static tn_status replay_with(tn_context *ctx, tn_fusion *f, int64_t rows, int64_t cols, const char *field, int value,
                              tn_plan **plan) {
-    size_t n = 0;
-    tn_plan_describe(*plan, TN_DESCRIBE_JSON, NULL, 0, &n);
-    char *json = malloc(n + 1), key[64];
-    tn_plan_describe(*plan, TN_DESCRIBE_JSON, json, n, NULL);
-    tn_plan_destroy(*plan);
-    *plan = NULL;
+    char *json = take_json(plan), key[64];
     snprintf(key, sizeof key, "\"%s\": 0", field);
     char *at = strstr(json, key);
     if (!at) key[strlen(key) - 1] = '1', at = strstr(json, key);
@@ -67,12 +73,7 @@ static tn_status replay_with(tn_context *ctx, tn_fusion *f, int64_t rows, int64_
 /* The plan replayed with its slices streamed through `stages` stages of shared
    memory (smem_bytes to match); TN_STATUS_INTERNAL if its JSON does not parse. */
 static tn_status replay_staged(tn_context *ctx, tn_fusion *f, int64_t rows, int64_t cols, int stages, tn_plan **plan) {
-    size_t n = 0;
-    tn_plan_describe(*plan, TN_DESCRIBE_JSON, NULL, 0, &n);
-    char *json = malloc(n + 1), err[256];
-    tn_plan_describe(*plan, TN_DESCRIBE_JSON, json, n, NULL);
-    tn_plan_destroy(*plan);
-    *plan = NULL;
+    char *json = take_json(plan), err[256];
     tn_plan_desc d;
     tn_status st = TN_STATUS_INTERNAL;
     if (tn_plan_desc_parse(json, &d, err, sizeof err)) {
