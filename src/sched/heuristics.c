@@ -895,6 +895,36 @@ static int spread_short_rows(const tn_schedule_request *r, tn_plan_desc *p) {
     return 0;
 }
 
+/* Rows of a fusion of two or more reduction levels without special functions
+   in two phases, whose registers leave the register plan one CTA an SM: each
+   level's reduction idles the SM's only CTA. Split over a cluster of 2, at most
+   TN_REG_BATCH_LONG vectors a thread, compiled for 2 CTAs an SM, one CTA's
+   loads overlap the other's reductions (tune, H200, bf16 layernorm, over 2 CTAs
+   of 256 x 8 at 2 an SM against the register plan's 256 x 16 at one: 4096 x
+   32768 145.4 us against 152.6, 16384 x 32768 562.2 against 591.3, twice
+   measured; rmsnorm, one level, stays: 545.5 against 531.7). Rows of 16-bit
+   elements only: ptxas keeps them packed and widened (254 registers for
+   layernorm's 256 x 16), f32 ones once (102: two CTAs an SM already; f32
+   4096 x 16384 139.2 us over the cluster, 134.1 in the register plan). 0 (p
+   untouched) where no such split leaves 2 CTAs an SM. */
+static int pair_for_levels(const tn_schedule_request *r, const tn_plan_desc *reg, tn_plan_desc *p) {
+    const tn_analysis *a = r->analysis;
+    if (a->num_levels < 2 || a->special_evals >= 2 || a->buffer_elem_bytes >= 4 ||
+        ctas_an_sm(r->props, row_regs(r, reg->vec, reg->batch), reg->block_threads) >= 2)
+        return 0;
+    tn_plan_desc q = *p;
+    if (!cluster_fit(r, &q, 2, slice_batch(a, TN_REG_BATCH_LONG), 2) || !(q.ctas_per_sm = bound_ctas(r, &q)))
+        return 0;
+    q.grid = cluster_grid(r, &q);
+    *p = q;
+    why(p, "cluster: %d reduction levels would each idle the register plan's one CTA an SM: each row split over 2 "
+        "CTAs of %d threads, %d vectors each held in registers, compiled for %d CTAs an SM so that one's loads "
+        "overlap another's reductions", a->num_levels, p->threads_per_row, p->batch, p->ctas_per_sm);
+    why(p, "%lld clusters loop over the rows (on a GPU, as many as the driver says run at once)",
+        (long long)(p->grid / 2));
+    return 1;
+}
+
 /* The cluster plan's region, from tune on the H200 (bf16, 2026-12-03, the
    exchange through st.async onto mbarriers):
    - rows one CTA's registers cannot hold, of fusions without special functions
@@ -939,6 +969,7 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
         (r->rows * 4 <= d->sm_count ? row_bytes < TN_CLUSTER_FEW_ROW_BYTES : r->rows * 2 <= d->sm_count) &&
         spread_short_rows(r, p))
         return 1;
+    if (!forced && !few && one_cta && r->rows * 4 > d->sm_count && pair_for_levels(r, &reg, p)) return 1;
     if (!forced && !few) {
         if (one_cta && r->rows * 4 > d->sm_count)
             REJECT("the register plan holds the row (%lld bytes) in one CTA and %lld rows keep the SMs busy",

@@ -263,6 +263,32 @@ static void test_decisions(tn_context *ctx) {
     req.cols = 4096;
     CHECK(tn_schedule(&req, &p, err, sizeof err) && p.ctas_per_sm == 0, "layernorm 100000x4096: ctas_per_sm %d",
           p.ctas_per_sm);
+    /* Two reduction levels over 16-bit rows that leave the register plan one CTA an SM (64 KiB): a cluster of 2
+       at 2 CTAs an SM, from a quarter of the SMs in rows up; f32 rows of the same bytes and rmsnorm's one level
+       stay in the register plan. */
+    const int64_t paired[] = {4096, 16384, 200};
+    for (int i = 0; i < 3; i++) {
+        req.rows = paired[i];
+        req.cols = 32768;
+        CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 2 &&
+                  p.threads_per_row == 256 && p.batch == 8 && p.ctas_per_sm == 2 && strstr(p.why, "reduction levels"),
+              "layernorm %lldx32768: 2 CTAs of 256 x 8, 2 an SM: %s", (long long)req.rows, p.why);
+    }
+    req.rows = 4096;
+    req.cols = 16384;
+    CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_REGISTER, "layernorm bf16 4096x16384: %s",
+          p.why);
+    tn_fusion_destroy(f);
+    const tn_builtin_options of32 = {TN_DTYPE_F32, TN_DTYPE_F32, TN_DTYPE_F32, 0};
+    tn_fusion_builtin(ctx, TN_BUILTIN_LAYERNORM, &of32, &f);
+    tn_analyze(f, &a);
+    CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_REGISTER, "layernorm f32 4096x16384: %s",
+          p.why);
+    tn_fusion_destroy(f);
+    tn_fusion_builtin(ctx, TN_BUILTIN_RMSNORM, &o, &f);
+    tn_analyze(f, &a);
+    req.cols = 32768;
+    CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_REGISTER, "rmsnorm 4096x32768: %s", p.why);
     tn_fusion_destroy(f);
     /* Softmax rows too long for two to fit in shared memory: a cluster holding row and exps in registers at 2 or
        more CTAs an SM (tune: 283 us against tma-ws 305 at 4096 x 65536); tma-ws (streamed in chunks, several rows

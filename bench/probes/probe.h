@@ -1,0 +1,36 @@
+// Shared by the probes: error check, CTA sum, and the copy ceiling measured in-process.
+#pragma once
+#include <cstdio>
+#include <cuda_runtime.h>
+#define CK(x) do { cudaError_t e = (x); if (e) { printf("%s: %s\n", #x, cudaGetErrorString(e)); return 1; } } while (0)
+
+template <int T> __device__ float block_sum(float v, float *red) {
+    for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(~0u, v, o);
+    if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = v;
+    __syncthreads();
+    float s = 0;
+#pragma unroll
+    for (int w = 0; w < T / 32; w++) s += red[w];
+    return s;
+}
+
+// Best of 10 event-timed runs of launch(), in ms.
+template <class F> float best_ms(F launch) {
+    cudaEvent_t a, b;
+    cudaEventCreate(&a); cudaEventCreate(&b);
+    for (int i = 0; i < 3; i++) launch();
+    float best = 1e30f;
+    for (int r = 0; r < 10; r++) {
+        cudaEventRecord(a); launch(); cudaEventRecord(b); cudaEventSynchronize(b);
+        float ms; cudaEventElapsedTime(&ms, a, b);
+        if (ms < best) best = ms;
+    }
+    cudaEventDestroy(a); cudaEventDestroy(b);
+    return best;
+}
+
+// GB/s (read + write) of a device-to-device copy of `bytes`.
+inline double copy_ceiling(void *out, const void *in, size_t bytes) {
+    const float ms = best_ms([&] { cudaMemcpyAsync(out, in, bytes, cudaMemcpyDeviceToDevice); });
+    return 2.0 * bytes / (ms * 1e-3) / 1e9;
+}
