@@ -412,14 +412,21 @@ static void shared_fetch(gen *g, int k, const char *ind) {
                      k);
 }
 
-/* A cluster plan with stages: the slice waits in its ring stage (bulk copies,
-   see cluster_open), its threads take it into registers and the stage is
-   refilled with the slice S row groups ahead before anything else. */
-static void staged_slice_setup(gen *g) {
+/* A cluster plan whose slices stay in shared memory: the slice waits in its
+   ring stage (bulk copies, see cluster_open), every phase reads its vectors there (r<k>[vl]), and the
+   stage is refilled once the row group is done (cluster_close). */
+static void shared_slice_setup(gen *g) {
     tn_strbuf_append(g->sb, "        const int slot = (int)(turn % S);\n"
                             "        tn_mbar_wait(&tn_full[slot], (unsigned)((turn / S) & 1));\n"
                             "        const unsigned char *tn_stage = tn_smem + slot * STAGE_BYTES;\n");
     stage_pointers(g, "        ");
+}
+
+/* A cluster plan with stages: the slice waits in its ring stage (bulk copies,
+   see cluster_open), its threads take it into registers and the stage is
+   refilled with the slice S row groups ahead before anything else. */
+static void staged_slice_setup(gen *g) {
+    shared_slice_setup(g);
     register_loads(g, &k_slice, 1);
     tn_strbuf_append(g->sb, "        tn_ring_refill<1, S, NIN>(tn_src, tn_smem + slot * STAGE_BYTES, &tn_full[slot], g, M, "
                             "gridDim.x / CL, rank);\n");
@@ -450,6 +457,7 @@ static void ws_loop_close(gen *g) {
     if (g->last_phase) tn_strbuf_append(g->sb, "            tn_ws_release(&tn_wempty[slot]);\n");
     tn_strbuf_append(g->sb, "        }\n");
 }
+/* A vector of the row in its stage by its place there, vl (the tma-ws chunk's, the cluster CTA's slice). */
 static void ws_fetch(gen *g, int k, const char *ind) {
     tn_strbuf_printf(g->sb, "%sconst tn_vec<%s, V> b%d = r%d[vl];\n", ind, k_dtype_code[g->f->nodes[k].dtype].storage, k,
                      k);
@@ -466,6 +474,8 @@ static const storage_code k_register_slice = {"registers, a slice of each row pe
 static const storage_code k_staged_slice = {"registers, a slice of each row per CTA, staged in shared memory by bulk copies",
                                             staged_slice_setup, slice_loop, loop_close, registers_fetch,
                                             registers_col_fetch, 1};
+static const storage_code k_shared_slice = {"shared memory, a slice of each row per CTA (bulk copies)",
+                                            shared_slice_setup, slice_loop, loop_close, ws_fetch, NULL, 0};
 static const storage_code k_shared_chunks = {"shared memory, a ring of chunks (bulk copies)", no_setup, ws_loop_open,
                                              ws_loop_close, ws_fetch, NULL, 0};
 
@@ -645,6 +655,15 @@ static void cluster_open(gen *g) {
     }
     tn_strbuf_append(g->sb, "        }\n");
 }
+static void cluster_close(gen *g) {
+    if (g->storage != &k_shared_slice) {
+        grid_stride_close(g);
+        return;
+    }
+    /* The slice was read up to the output phase: hand the stage back now (the refill's barrier also guards tn_red). */
+    tn_strbuf_append(g->sb, "        tn_ring_refill<1, S, NIN>(tn_src, tn_smem + slot * STAGE_BYTES, &tn_full[slot], g, M, "
+                            "gridDim.x / CL, rank);\n    }\n");
+}
 static void cluster_scratch(gen *g) {
     cta_scratch(g);
     if (g->nred)
@@ -668,7 +687,7 @@ static const skeleton_code k_grid_stride = {"grid-stride", grid_stride_open, gri
 static const skeleton_code k_ring = {"ring of shared-memory stages", ring_open, ring_close, cta_scratch, cta_reduce,
                                      "tr == 0"};
 static const skeleton_code k_cluster = {"grid-stride over clusters (a row group split over the cluster's CTAs)",
-                                        cluster_open, grid_stride_close, cluster_scratch, cluster_reduce,
+                                        cluster_open, cluster_close, cluster_scratch, cluster_reduce,
                                         "tr == 0 && rank == 0"};
 static const skeleton_code k_ws_ring = {"warp-specialized ring (producer warp, consumer warp groups)", ws_open, ws_close,
                                         ws_scratch, ws_reduce, "tr == 0"};
@@ -679,6 +698,7 @@ typedef struct kind_code {
     const storage_code *storage;
     const skeleton_code *skeleton;
     const storage_code *staged; /* the storage where the plan has stages and the kind does not always (or NULL) */
+    const storage_code *shared; /* ... and where the plan's slices stay in shared memory (shared_slice) */
 } kind_code;
 
 static const kind_code k_kinds[TN_PLAN_KIND_COUNT] = {
@@ -686,7 +706,7 @@ static const kind_code k_kinds[TN_PLAN_KIND_COUNT] = {
     [TN_PLAN_LOOPED] = {&k_global, &k_grid_stride, NULL},
     [TN_PLAN_TMA] = {&k_shared, &k_ring, NULL},
     [TN_PLAN_TMA_WS] = {&k_shared_chunks, &k_ws_ring, NULL},
-    [TN_PLAN_CLUSTER] = {&k_register_slice, &k_cluster, &k_staged_slice},
+    [TN_PLAN_CLUSTER] = {&k_register_slice, &k_cluster, &k_staged_slice, &k_shared_slice},
 };
 
 /* Whether a phase after `phase` reads a ROW input (with carried values taken as computed). */
@@ -700,7 +720,10 @@ static int reads_row_after(const gen *g, int phase) {
 
 void tn_codegen(const tn_fusion *f, const tn_analysis *a, const tn_plan_desc *p, tn_strbuf *sb) {
     const kind_code *kc = &k_kinds[p->kind];
-    gen g = {f, a, p, sb, p->stages && kc->staged ? kc->staged : kc->storage, kc->skeleton, 0, {0}, 0, 0, 0, 0};
+    const storage_code *storage = p->stages && p->shared_slice && kc->shared ? kc->shared
+                                  : p->stages && kc->staged                ? kc->staged
+                                                                           : kc->storage;
+    gen g = {f, a, p, sb, storage, kc->skeleton, 0, {0}, 0, 0, 0, 0};
     g.carry = p->carry && tn_plan_carry_floats(p, 1) && a->num_carried;
     for (int i = 0; i < f->num_nodes; i++) {
         const tn_node *n = &f->nodes[i];
@@ -718,6 +741,8 @@ void tn_codegen(const tn_fusion *f, const tn_analysis *a, const tn_plan_desc *p,
                      p->vec, p->threads_per_row, p->rows_per_cta);
     if (g.storage->keeps_row)
         tn_strbuf_printf(sb, "    constexpr int P = %d;  // vectors each thread keeps per row\n", p->batch);
+    else if (g.storage == &k_shared_slice)
+        tn_strbuf_printf(sb, "    constexpr int P = %d;  // vectors each thread takes of its slice\n", p->batch);
     else if (g.carry)
         tn_strbuf_append(sb, "    constexpr int P = (NV + T - 1) / T;  // vectors each thread takes of a row\n");
     /* Accumulator lanes per reduction: independent chains for the latency-bound

@@ -1038,6 +1038,8 @@ static int check_cluster(const tn_plan_desc *p, const tn_analysis *a, const tn_d
     if (p->prefetch && !cluster_prefetch_ok(p, a))
         REJECT("plan: prefetch needs 16-byte aligned rows and 16-byte vectors of every row input (align_bytes %d, "
                "vec %d)", p->align_bytes, p->vec);
+    if (p->shared_slice && p->stages != 1)
+        REJECT("plan: a cluster plan's slice stays in shared memory in one stage (stages 1), not %d", p->stages);
     if (p->stages && (p->prefetch || !cluster_prefetch_ok(p, a) || !a->num_stage_inputs))
         REJECT("plan: stages need a ROW input, 16-byte aligned rows and 16-byte vectors of every row input, and no "
                "L2 prefetch (align_bytes %d, vec %d, prefetch %d)", p->align_bytes, p->vec, p->prefetch);
@@ -1082,6 +1084,28 @@ static int candidates_cluster(const tn_schedule_request *r, const tn_plan_desc *
                 if (q.ctas_per_sm == 1) q.ctas_per_sm = 0;
                 q.grid = cluster_grid(r, &q);
                 if (r->rows > q.grid / q.cluster) out[n++] = q; /* a cluster takes more than one row */
+            }
+            /* And the slice left in one stage of shared memory, each phase reading it there, a cluster a row
+               (bench/probes, mode 4: few registers, so more CTAs an SM hide the exchange's wait; untimed as a
+               rule). */
+            q = p;
+            q.stages = 1;
+            q.shared_slice = 1;
+            q.carry = 0; /* values recomputed from the slice, as the tma plans do: registers stay few */
+            q.prefetch = 0;
+            q.ctas_per_sm = 0;
+            q.smem_bytes = (int)min_i64(tn_cluster_dynamic_smem(r->analysis, &q), 0x7fffffff);
+            q.grid = r->rows * cl;
+            if (n < cap && cluster_prefetch_ok(&q, r->analysis) && r->analysis->num_stage_inputs &&
+                q.smem_bytes + cluster_static_smem(r->analysis, &q) <= r->props->smem_per_block_optin &&
+                q.grid <= 0x7fffffff) {
+                out[n++] = q;
+                /* ... also compiled for as many CTAs an SM as shared memory and threads allow, if that leaves
+                   ptxas TN_CLUSTER_MIN_REGS or more. */
+                const int64_t cta_smem = q.smem_bytes + 1024 + cluster_static_smem(r->analysis, &q);
+                const int64_t fit = min_i64(r->props->smem_per_sm / cta_smem, r->props->max_threads_per_sm / q.block_threads);
+                if (n < cap && fit >= 2 && regs_cap(r->props, (int)fit * q.block_threads) >= TN_CLUSTER_MIN_REGS)
+                    q.ctas_per_sm = (int)fit, out[n++] = q;
             }
         }
     return n;
@@ -1177,7 +1201,7 @@ int tn_schedule_candidates(const tn_schedule_request *r, tn_plan_desc *out, int 
        registers where they fit (untimed until tune on the GPU says: softmax's register plan takes 87 registers
        with it, 128 without, at 4096 x 16384). */
     for (int i = 0, plain = n; i < plain && n < cap; i++)
-        if (carry_fits(r, &out[i])) {
+        if (carry_fits(r, &out[i]) && !out[i].shared_slice) { /* a slice in shared memory is read again instead */
             out[n] = out[i];
             out[n++].carry = 1;
         }

@@ -34,7 +34,8 @@ static const field k_fields[] = {F64(rows), F64(cols), F32(vec), F32(threads_per
                                  F32(batch), F32(block_threads), F64(grid), F32(cc), F32(align_bytes),
                                  OPT(stages, 0), OPT(smem_bytes, 0), OPT(pdl, 0), OPT(consumer_groups, 0),
                                  OPT(chunks, 1), OPT(producer_regs, 0), OPT(consumer_regs, 0), OPT(cluster, 1),
-                                 OPT(ctas_per_sm, 0), OPT(prefetch, 0), OPT(carry, 0)};
+                                 OPT(ctas_per_sm, 0), OPT(prefetch, 0), OPT(carry, 0),
+                                 OPT(shared_slice, 0)};
 #define NUM_FIELDS (sizeof k_fields / sizeof k_fields[0])
 
 static int64_t get(const tn_plan_desc *p, const field *f) {
@@ -284,6 +285,8 @@ int tn_plan_desc_check(const tn_plan_desc *p, const tn_analysis *a, const tn_dev
     if (p->pdl != 0 && p->pdl != 1) REJECT("plan: pdl %d must be 0 or 1", p->pdl);
     if (p->prefetch != 0 && (p->prefetch != 1 || p->kind != TN_PLAN_CLUSTER))
         REJECT("plan: prefetch %d must be 0, or 1 in a cluster plan", p->prefetch);
+    if (p->shared_slice != 0 && (p->shared_slice != 1 || p->kind != TN_PLAN_CLUSTER || p->stages < 1))
+        REJECT("plan: shared_slice %d must be 0, or 1 in a cluster plan with stages", p->shared_slice);
     if (p->carry != 0 && (p->carry != 1 || !tn_plan_carry_floats(p, 1)))
         REJECT("plan: carry %d must be 0, or 1 in a register, cluster or tma plan", p->carry);
     if (p->carry && !a->num_carried)

@@ -46,6 +46,8 @@ typedef struct tn_plan_desc {
     int carry;           /* register, cluster, tma: 1 = special-function values a later phase needs again
                             (softmax's exp) are kept in f32 registers from the phase that computes them, not
                             recomputed */
+    int shared_slice;    /* cluster with stages: 1 = each CTA's slice stays in its shared-memory stage and every
+                            phase reads it there (few registers, more CTAs an SM); 0 = taken into registers */
     int pdl;             /* 1: programmatic dependent launch (sm_90+) */
     char why[1024];      /* the scheduler's reasons, one clause per decision */
 } tn_plan_desc;

@@ -16,6 +16,7 @@ typedef struct golden {
     int64_t rows, cols;
     int kind;
     int stages; /* a cluster plan's slices through this many stages of shared memory */
+    int shared; /* ... left in its one stage and read there, a cluster a row (shared_slice) */
 } golden;
 
 static const golden k_goldens[] = {
@@ -40,6 +41,9 @@ static const golden k_goldens[] = {
     /* cluster with two stages: each CTA's slices of the rows ahead stream in by bulk copies (tune's candidate). */
     {"rmsnorm_bf16_4096x65536_cluster_staged.cu", TN_BUILTIN_RMSNORM, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0,
      4096, 65536, TN_PLAN_CLUSTER, 2},
+    /* cluster whose slice stays in shared memory: every phase reads it from the stage (tune's candidate). */
+    {"layernorm_bf16_4096x65536_cluster_shared.cu", TN_BUILTIN_LAYERNORM, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0,
+     4096, 65536, TN_PLAN_CLUSTER, 1, 1},
 };
 
 static char *generate(tn_context *ctx, const golden *g) {
@@ -56,6 +60,7 @@ static char *generate(tn_context *ctx, const golden *g) {
     CHECK(tn_schedule(&req, &p, err, sizeof err), "%s: %s", g->file, err);
     if (g->stages) {
         p.stages = g->stages;
+        if (g->shared) p.shared_slice = 1, p.carry = 0, p.prefetch = 0, p.ctas_per_sm = 0, p.grid = g->rows * p.cluster;
         p.smem_bytes = (int)tn_cluster_dynamic_smem(&a, &p);
         CHECK(tn_plan_desc_check(&p, &a, &d, 16, err, sizeof err), "%s: %s", g->file, err);
     }

@@ -549,15 +549,22 @@ static void test_candidates(tn_context *ctx) {
             const int n = tn_schedule_candidates(&req, c, 512);
             CHECK(n > 0 && n < 512, "%s %lldx%lld: %d candidates", tn_builtin_name((tn_builtin)op),
                   (long long)shapes[i][0], (long long)shapes[i][1], n);
-            int carries = 0, staged = 0, bounded = 0;
+            int carries = 0, staged = 0, bounded = 0, shared = 0;
             for (int k = 0; k < n; k++) {
                 carries += c[k].carry;
                 staged += c[k].kind == TN_PLAN_CLUSTER && c[k].stages > 0;
+                /* A slice left in shared memory: one stage, a cluster a row. */
+                if (c[k].shared_slice)
+                    CHECK(c[k].stages == 1 && c[k].grid == shapes[i][0] * c[k].cluster, "shared slice: %d stages, "
+                          "grid %lld", c[k].stages, (long long)c[k].grid);
+                shared += c[k].shared_slice;
                 bounded += c[k].kind == TN_PLAN_REGISTER && c[k].ctas_per_sm > 0;
             }
             /* Rows a cluster loops over come with staged slices; register plans with and without a bound. */
             CHECK(shapes[i][0] < 1000 || shapes[i][1] < 32768 || staged > 0, "%s %lldx%lld: no staged cluster "
                   "candidates", tn_builtin_name((tn_builtin)op), (long long)shapes[i][0], (long long)shapes[i][1]);
+            CHECK(shapes[i][1] < 65536 || shared > 0, "%s %lldx%lld: no shared-slice cluster candidates",
+                  tn_builtin_name((tn_builtin)op), (long long)shapes[i][0], (long long)shapes[i][1]);
             CHECK(shapes[i][1] > 32768 || bounded > 0, "%s %lldx%lld: no bound register candidates",
                   tn_builtin_name((tn_builtin)op), (long long)shapes[i][0], (long long)shapes[i][1]);
             CHECK(op == TN_BUILTIN_SOFTMAX ? carries > 0 : carries == 0, "%s %lldx%lld: %d carry candidates",

@@ -37,6 +37,7 @@ typedef struct gpu_case {
     const char *set; /* an optional 0/1 plan field (e.g. "carry") set in the plan's JSON, replayed */
     int set_off;     /* ... to 0 (else 1) */
     int stages;      /* a cluster plan's slices through this many stages of shared memory (replayed), if > 0 */
+    int shared;      /* ... with stages 1: the slice left there (shared_slice), a cluster a row */
 } gpu_case;
 
 /* The plan's JSON (the caller frees it); the plan destroyed. */
@@ -71,15 +72,19 @@ static tn_status replay_with(tn_context *ctx, tn_fusion *f, int64_t rows, int64_
 }
 
 /* The plan replayed with its slices streamed through `stages` stages of shared
-   memory (smem_bytes to match); TN_STATUS_INTERNAL if its JSON does not parse. */
-static tn_status replay_staged(tn_context *ctx, tn_fusion *f, int64_t rows, int64_t cols, int stages, tn_plan **plan) {
+   memory (smem_bytes to match), or (shared) left in one stage and read there, a
+   cluster a row; TN_STATUS_INTERNAL if its JSON does not parse. */
+static tn_status replay_staged(tn_context *ctx, tn_fusion *f, int64_t rows, int64_t cols, int stages, int shared,
+                               tn_plan **plan) {
     char *json = take_json(plan), err[256];
     tn_plan_desc d;
     tn_status st = TN_STATUS_INTERNAL;
     if (tn_plan_desc_parse(json, &d, err, sizeof err)) {
         tn_analysis a;
         tn_analyze(f, &a);
-        d.stages = stages;
+        d.stages = shared ? 1 : stages;
+        d.prefetch = 0;
+        if (shared) d.shared_slice = 1, d.carry = 0, d.ctas_per_sm = 0, d.grid = rows * d.cluster;
         d.smem_bytes = (int)tn_cluster_dynamic_smem(&a, &d);
         tn_strbuf sb;
         tn_strbuf_init(&sb, &ctx->base.alloc);
@@ -106,11 +111,12 @@ static int run_case(tn_context *ctx, const gpu_case *c) {
              c->stats ? " +stats" : "", (long long)c->rows, (long long)c->cols, (long long)c->pad, c->offset,
              c->set ? (c->set_off ? " -" : " +") : "", c->set ? c->set : "");
     if (c->stages) snprintf(label + strlen(label), sizeof label - strlen(label), " stages=%d", c->stages);
+    if (c->shared) snprintf(label + strlen(label), sizeof label - strlen(label), " shared_slice");
     tn_status st = tn_fusion_builtin(ctx, c->op, &bo, &f);
     tn_plan_options po = {0, NULL, c->kind};
     if (st == TN_STATUS_OK) st = tn_plan_create(ctx, f, c->rows, c->cols, &po, &plan);
     if (st == TN_STATUS_OK && c->set) st = replay_with(ctx, f, c->rows, c->cols, c->set, !c->set_off, &plan);
-    if (st == TN_STATUS_OK && c->stages) st = replay_staged(ctx, f, c->rows, c->cols, c->stages, &plan);
+    if (st == TN_STATUS_OK && c->stages) st = replay_staged(ctx, f, c->rows, c->cols, c->stages, c->shared, &plan);
     if (st == TN_STATUS_OK) tn_gpu_plan_kind(plan, kind, sizeof kind);
     tn_check_result r;
     memset(&r, 0, sizeof r);
@@ -129,7 +135,8 @@ static int run_case(tn_context *ctx, const gpu_case *c) {
     const char *bad = NULL;
     if (st == TN_STATUS_OK && (c->set || c->stages)) {
         char json[4096], key[64];
-        if (c->stages) snprintf(key, sizeof key, "\"stages\": %d", c->stages);
+        if (c->shared) snprintf(key, sizeof key, "\"shared_slice\": 1");
+        else if (c->stages) snprintf(key, sizeof key, "\"stages\": %d", c->stages);
         else snprintf(key, sizeof key, "\"%s\": %d", c->set, !c->set_off);
         if (tn_plan_describe(plan, TN_DESCRIBE_JSON, json, sizeof json, NULL) != TN_STATUS_OK || !strstr(json, key))
             bad = "the plan that ran does not have the field set", st = TN_STATUS_INTERNAL;
@@ -147,6 +154,16 @@ static int run_case(tn_context *ctx, const gpu_case *c) {
     tn_plan_destroy(plan);
     tn_fusion_destroy(f);
     return 1;
+}
+
+/* A cluster plan whose slices stay in shared memory, a cluster a row, every op
+   (the sanitizers' shape of it: few rows, one padded). */
+static void run_shared_slices(tn_context *ctx) {
+    for (int op = 0; op < TN_BUILTIN_COUNT; op++) {
+        gpu_case c = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 257, 32768, "cluster", op == 1 ? 8 : 0,
+                      0, NULL, 0, 1, 1};
+        run_case(ctx, &c);
+    }
 }
 
 /* Launch-time errors must be reported, never crash or write. */
@@ -532,6 +549,7 @@ int main(int argc, char **argv) {
                               shapes[i].kind, 0, 0};
                 run_case(ctx, &c);
             }
+        if (props.cc_major >= 9) run_shared_slices(ctx);
         check_carry(ctx, props.cc_major >= 9, 1);
         if (props.cc_major >= 9) check_pdl_chain(ctx, 8, 4096);
         goto report;
@@ -592,6 +610,7 @@ int main(int argc, char **argv) {
             gpu_case k = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 77, 65536, "cluster", pads[i] * 8, 0};
             run_case(ctx, &k);
         }
+    if (sanitize && props.cc_major >= 9) run_shared_slices(ctx);
     check_carry(ctx, props.cc_major >= 9, quick || sanitize);
     if (!quick && !sanitize) {
         /* The standard sweep's large shapes, once each in bf16. */
@@ -621,16 +640,17 @@ int main(int argc, char **argv) {
                     gpu_case c = {(tn_builtin)op, dtypes[d], dtypes[d], dtypes[d], 0, spread[i][0], spread[i][1], NULL, 0, 0};
                     run_case(ctx, &c);
                 }
-        /* Cluster plans whose slices stream through 1 or 2 stages of shared memory (tune's candidates), over
-           rows a cluster loops over, every op, bf16 and f32, rows padded (a stride other than N) on one shape;
-           stages that do not fit in shared memory are refused, saying so. */
+        /* Cluster plans whose slices stream through 1 or 2 stages of shared memory, or stay in one and are read
+           there a cluster a row (tune's candidates), over rows a cluster loops over, every op, bf16 and f32, rows
+           padded (a stride other than N) on one shape; stages that do not fit in shared memory are refused,
+           saying so. */
         const int64_t staged[][3] = {{1000, 65536, 0}, {300, 131072, 0}, {5000, 16384, 0}, {777, 40960, 8},
                                      {1001, 24576, 0}};
         for (int op = 0; op < TN_BUILTIN_COUNT; op++)
             for (int i = 0; i < (int)(sizeof staged / sizeof staged[0]); i++)
-                for (int st = 1; st <= 2; st++) {
+                for (int st = 1; st <= 3; st++) { /* 3: the slice left in one stage (shared_slice) */
                     gpu_case c = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, staged[i][0],
-                                  staged[i][1], "cluster", staged[i][2], 0, NULL, 0, st};
+                                  staged[i][1], "cluster", staged[i][2], 0, NULL, 0, st < 3 ? st : 1, st == 3};
                     run_case(ctx, &c);
                     if (staged[i][1] > 65536) continue;
                     c.in = c.w = c.out = TN_DTYPE_F32;
