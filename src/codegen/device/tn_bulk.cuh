@@ -100,7 +100,9 @@ __device__ __forceinline__ void tn_stage_issue(const tn_row_src (&src)[NIN], uns
 
 // Every thread: sets up the stages' barriers and (thread 0) fills each stage
 // with this CTA's first S row groups: g0, g0 + step, ... (chunk `chunk` of
-// each: a cluster CTA's slice).
+// each: a cluster CTA's slice). The copies start before the barrier that lets
+// the other threads wait on them: a CTA of one row group waits for memory
+// once, not after a CTA-wide barrier too.
 template <int R, int S, int NIN>
 __device__ __forceinline__ void tn_ring_start(const tn_row_src (&src)[NIN], unsigned char *smem, unsigned stage_bytes,
                                               unsigned long long *full, long long G, long long M, long long g0,
@@ -109,13 +111,12 @@ __device__ __forceinline__ void tn_ring_start(const tn_row_src (&src)[NIN], unsi
 #pragma unroll
         for (int s = 0; s < S; s++) tn_mbar_init(&full[s], 1);
         tn_mbar_fence_init();
-    }
-    __syncthreads();
-    if (threadIdx.x == 0)
         for (int s = 0; s < S; s++) {
             const long long g = g0 + (long long)s * step;
             if (g < G) tn_stage_issue<R, NIN>(src, smem + s * stage_bytes, g, M, &full[s], chunk);
         }
+    }
+    __syncthreads();
 }
 
 // Every thread, after the row group g in this stage is done: once all have
