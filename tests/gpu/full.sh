@@ -4,7 +4,8 @@
 # (memcheck over the sanitizer subset, racecheck and synccheck over one shape
 # per kind); then, alone on the GPU, the timed runs: tune over a set of shapes
 # (the heuristic's regret) and the acceptance run. Logs under $OUT.
-# Usage: tests/gpu/full.sh [OP:MxN ...]   (shapes for tune)
+# Usage: tests/gpu/full.sh [OP:MxN ...]   (shapes for tune; the C tier's grid half alone takes ~360 s,
+# so tune more than a shape or two with tests/gpu/tune.sh in a call of its own)
 # On the device ($OUT set) the logs end up in $OUT/full-logs.tgz.
 set -uo pipefail
 out=${OUT:-gpu-logs}
@@ -13,7 +14,7 @@ cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >"$out/cmake.log" 2>&1 &&
   cmake --build build-gpu -j 16 >>"$out/cmake.log" 2>&1 || { tail -30 "$out/cmake.log"; exit 1; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 # Every step under a time limit: a kernel that hangs fails its step, not the device call.
-lim=${TN_STEP_TIMEOUT:-400}
+lim=${TN_STEP_TIMEOUT:-480}
 san() { timeout "$lim" compute-sanitizer --tool "$1" --error-exitcode 3 --print-limit 20 ./build-gpu/tests/test_gpu "$2" >"$out/san_$1.log" 2>&1; echo "compute-sanitizer $1 test_gpu $2: exit $? $(grep -E '^[0-9]+ passed' "$out/san_$1.log") $(grep 'ERROR SUMMARY' "$out/san_$1.log")"; }
 timeout "$lim" ./build-gpu/tests/test_gpu --grid >"$out/gpu_tier.log" 2>&1 & tier=$!
 timeout "$lim" ./build-gpu/tests/test_gpu --late >"$out/gpu_late.log" 2>&1 & late=$!
