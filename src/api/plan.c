@@ -51,15 +51,16 @@ static int align_class(int align) {
 /* A cluster kernel loops over row groups: launch as many clusters as the
    device runs at once (the driver knows the GPCs' sizes; the scheduler only
    estimates), at most one a row group. More would wait for a second wave and
-   double the time of the rows they take; fewer leave SMs idle. A plan of
-   many rows sized for a cluster a row group over two or more waves keeps its
-   grid: the hardware schedules clusters as SMs free up. */
+   double the time of the rows they take; fewer leave SMs idle. A plan whose
+   slices stay in shared memory keeps its grid (a cluster a row group, in
+   waves, as the hardware schedules clusters when SMs free up; the check
+   allows no more): its one stage would not overlap one row's copy with
+   another's work if it looped. */
 static void persistent_clusters(tn_plan *plan, const tn_plan_desc *desc, tn_variant *var, int i) {
     tn_launch_desc *l = &var->launches[i];
+    if (desc->shared_slice) return;
     const int64_t active = tn_max_active_clusters(plan->ctx, var->fns[i], l);
     const int64_t groups = plan->rows / desc->rows_per_cta + (plan->rows % desc->rows_per_cta != 0);
-    /* A cluster a row group over several waves (few rows' plans are checked by clusters_short instead). */
-    if (l->grid >= groups * l->cluster && groups >= 2 * active && plan->rows * 2 > plan->ctx->props.sm_count) return;
     if (active > 0) l->grid = (active < groups ? active : groups) * l->cluster;
 }
 

@@ -1035,6 +1035,9 @@ static int check_cluster(const tn_plan_desc *p, const tn_analysis *a, const tn_d
         REJECT("plan: cluster %d must be 2 to %d CTAs, each a slice of whole vectors (%lld vectors a row)", p->cluster,
                TN_MAX_CLUSTER, (long long)nv);
     if (p->rows_per_cta != 1) REJECT("plan: a cluster plan takes one row per cluster");
+    if (p->grid > p->rows * p->cluster)
+        REJECT("plan: grid %lld is more than a cluster of %d for each of the %lld rows", (long long)p->grid, p->cluster,
+               (long long)p->rows);
     if (p->prefetch && !cluster_prefetch_ok(p, a))
         REJECT("plan: prefetch needs 16-byte aligned rows and 16-byte vectors of every row input (align_bytes %d, "
                "vec %d)", p->align_bytes, p->vec);

@@ -285,8 +285,9 @@ int tn_plan_desc_check(const tn_plan_desc *p, const tn_analysis *a, const tn_dev
     if (p->pdl != 0 && p->pdl != 1) REJECT("plan: pdl %d must be 0 or 1", p->pdl);
     if (p->prefetch != 0 && (p->prefetch != 1 || p->kind != TN_PLAN_CLUSTER))
         REJECT("plan: prefetch %d must be 0, or 1 in a cluster plan", p->prefetch);
-    if (p->shared_slice != 0 && (p->shared_slice != 1 || p->kind != TN_PLAN_CLUSTER || p->stages < 1))
-        REJECT("plan: shared_slice %d must be 0, or 1 in a cluster plan with stages", p->shared_slice);
+    if (p->shared_slice != 0 && (p->shared_slice != 1 || p->kind != TN_PLAN_CLUSTER || p->carry))
+        REJECT("plan: shared_slice %d must be 0, or 1 in a cluster plan without carry (its phases read the slice "
+               "again)", p->shared_slice);
     if (p->carry != 0 && (p->carry != 1 || !tn_plan_carry_floats(p, 1)))
         REJECT("plan: carry %d must be 0, or 1 in a register, cluster or tma plan", p->carry);
     if (p->carry && !a->num_carried)

@@ -218,6 +218,26 @@ static void test_decisions(tn_context *ctx) {
     st.align_bytes = 8;
     st.batch *= 2;
     CHECK(!tn_plan_desc_check(&st, &a, &d, 8, err, sizeof err) && strstr(err, "stages"), "8-byte vectors: %s", err);
+    /* A slice left in its one stage: a cluster a row at most, no carry, one stage. */
+    st = p;
+    st.stages = 1;
+    st.shared_slice = 1;
+    st.prefetch = st.carry = 0;
+    st.smem_bytes = (int)tn_cluster_dynamic_smem(&a, &st);
+    st.grid = req.rows * st.cluster;
+    CHECK(tn_plan_desc_check(&st, &a, &d, 16, err, sizeof err), "shared slice: %s", err);
+    st.grid += st.cluster;
+    CHECK(!tn_plan_desc_check(&st, &a, &d, 16, err, sizeof err) && strstr(err, "grid"), "a cluster more than rows: %s",
+          err);
+    st.grid -= st.cluster;
+    st.carry = 1;
+    CHECK(!tn_plan_desc_check(&st, &a, &d, 16, err, sizeof err) && strstr(err, "shared_slice"),
+          "shared slice with carry: %s", err);
+    st.carry = 0;
+    st.stages = 2;
+    st.smem_bytes = (int)tn_cluster_dynamic_smem(&a, &st);
+    CHECK(!tn_plan_desc_check(&st, &a, &d, 16, err, sizeof err) && strstr(err, "stages 1"), "shared slice in 2 stages: %s",
+          err);
     st = p;
     st.stages = TN_CLUSTER_MAX_STAGES + 1;
     st.smem_bytes = (int)tn_cluster_dynamic_smem(&a, &st);

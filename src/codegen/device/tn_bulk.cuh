@@ -121,9 +121,9 @@ __device__ __forceinline__ void tn_ring_start(const tn_row_src (&src)[NIN], unsi
 
 // Every thread, after the row group g in this stage is done: once all have
 // read the stage, thread 0 refills it with the group S turns ahead. A cluster
-// plan's CTAs hand the stage back as soon as they hold the slice in registers,
-// so the next slices stream in while this one reduces, meets the cluster and
-// stores.
+// plan's CTAs that take the slice into registers hand the stage back as soon as
+// they hold it, so the next slices stream in while this one reduces, meets the
+// cluster and stores; those that read it in every phase, after the row group.
 template <int R, int S, int NIN>
 __device__ __forceinline__ void tn_ring_refill(const tn_row_src (&src)[NIN], unsigned char *stage,
                                                unsigned long long *full, long long g, long long M, long long step,
