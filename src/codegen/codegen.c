@@ -59,7 +59,7 @@ typedef struct storage_code {
     void (*fetch)(gen *g, int node, const char *indent);
     /* ... and a COL input's vector (as c<k>); NULL: loaded from global memory where a phase needs it. */
     void (*col_fetch)(gen *g, int node, const char *indent);
-    int keeps_row; /* each thread keeps its P (= batch) vectors of the row */
+    const char *p_is; /* what P (= batch) counts where the loop numbers a thread's vectors by p (NULL: it does not) */
 } storage_code;
 
 /* The kernel's frame around the row program. */
@@ -85,7 +85,7 @@ struct gen {
     int slot_of[TN_MAX_NODES]; /* reduction node -> its shared-memory slot */
     int first_phase, last_phase; /* the phase being emitted is the first / last to read the row */
     int carry;                 /* carried values are kept in kv<k>[P][V] (the plan's carry, a storage that keeps the row) */
-    int released;              /* the ring's stage was handed back before the row group's end */
+    int released;              /* the stage was handed back before the row group's end (ring, staged cluster) */
 };
 
 static int is_elementwise(tn_shape_class s) { return s == TN_SHAPE_ROW || s == TN_SHAPE_COL; }
@@ -412,9 +412,20 @@ static void shared_fetch(gen *g, int k, const char *ind) {
                      k);
 }
 
+/* Hands this row group's stage back (every thread; thread 0 refills it with
+   the row group S turns ahead): rows R a stage, clusters `step` apart, chunk
+   `chunk` of each row. */
+static void stage_refill(gen *g, const char *rows, const char *step, const char *chunk) {
+    tn_strbuf_printf(g->sb, "        tn_ring_refill<%s, S, NIN>(tn_src, tn_smem + slot * STAGE_BYTES, &tn_full[slot], g, M, "
+                            "%s, %s);\n", rows, step, chunk);
+    g->released = 1;
+}
+static void slice_refill(gen *g) { stage_refill(g, "1", "gridDim.x / CL", "rank"); }
+
 /* A cluster plan whose slices stay in shared memory: the slice waits in its
-   ring stage (bulk copies, see cluster_open), every phase reads its vectors there (r<k>[vl]), and the
-   stage is refilled once the row group is done (cluster_close). */
+   ring stage (bulk copies, see cluster_open), every phase reads its vectors
+   there (r<k>[vl]), and the stage is refilled once the row group is done
+   (cluster_close). */
 static void shared_slice_setup(gen *g) {
     tn_strbuf_append(g->sb, "        const int slot = (int)(turn % S);\n"
                             "        tn_mbar_wait(&tn_full[slot], (unsigned)((turn / S) & 1));\n"
@@ -428,8 +439,7 @@ static void shared_slice_setup(gen *g) {
 static void staged_slice_setup(gen *g) {
     shared_slice_setup(g);
     register_loads(g, &k_slice, 1);
-    tn_strbuf_append(g->sb, "        tn_ring_refill<1, S, NIN>(tn_src, tn_smem + slot * STAGE_BYTES, &tn_full[slot], g, M, "
-                            "gridDim.x / CL, rank);\n");
+    slice_refill(g);
 }
 
 /* The close of the two-brace loops above. */
@@ -464,20 +474,23 @@ static void ws_fetch(gen *g, int k, const char *ind) {
 }
 static void no_setup(gen *g) { (void)g; }
 
+#define KEEPS "vectors each thread keeps per row"
 static const storage_code k_registers = {"registers", registers_setup, registers_loop, loop_close, registers_fetch,
-                                         registers_col_fetch, 1};
-static const storage_code k_global = {"global memory", global_setup, strided_loop, loop_close, global_fetch, NULL, 0};
+                                         registers_col_fetch, KEEPS};
+static const storage_code k_global = {"global memory", global_setup, strided_loop, loop_close, global_fetch, NULL, NULL};
 static const storage_code k_shared = {"shared memory (bulk copies)", shared_setup, strided_loop, loop_close,
-                                      shared_fetch, NULL, 0};
+                                      shared_fetch, NULL, NULL};
 static const storage_code k_register_slice = {"registers, a slice of each row per CTA", slice_setup, slice_loop,
-                                              loop_close, registers_fetch, registers_col_fetch, 1};
+                                              loop_close, registers_fetch, registers_col_fetch, KEEPS};
 static const storage_code k_staged_slice = {"registers, a slice of each row per CTA, staged in shared memory by bulk copies",
                                             staged_slice_setup, slice_loop, loop_close, registers_fetch,
-                                            registers_col_fetch, 1};
+                                            registers_col_fetch, KEEPS};
 static const storage_code k_shared_slice = {"shared memory, a slice of each row per CTA (bulk copies)",
-                                            shared_slice_setup, slice_loop, loop_close, ws_fetch, NULL, 0};
+                                            shared_slice_setup, slice_loop, loop_close, ws_fetch, NULL,
+                                            "vectors each thread takes of its slice"};
 static const storage_code k_shared_chunks = {"shared memory, a ring of chunks (bulk copies)", no_setup, ws_loop_open,
-                                             ws_loop_close, ws_fetch, NULL, 0};
+                                             ws_loop_close, ws_fetch, NULL, NULL};
+#undef KEEPS
 
 /* ---- skeletons ----------------------------------------------------------------- */
 
@@ -554,11 +567,7 @@ static void ring_open(gen *g) {
                      "        const long long row = g * R + rr;\n"
                      "        const bool live = row < M;\n        (void)live;\n");
 }
-static void ring_refill(gen *g) {
-    tn_strbuf_append(g->sb, "        tn_ring_refill<R, S, NIN>(tn_src, tn_smem + slot * STAGE_BYTES, &tn_full[slot], g, M, gridDim.x, "
-                            "0);\n");
-    g->released = 1;
-}
+static void ring_refill(gen *g) { stage_refill(g, "R", "gridDim.x", "0"); }
 static void ring_close(gen *g) {
     if (!g->released) ring_refill(g);
     tn_strbuf_append(g->sb, "    }\n");
@@ -655,14 +664,15 @@ static void cluster_open(gen *g) {
     }
     tn_strbuf_append(g->sb, "        }\n");
 }
+/* A stage still held (the slice read up to the output phase) is handed back
+   here; the refill's barrier also guards tn_red. */
 static void cluster_close(gen *g) {
-    if (g->storage != &k_shared_slice) {
+    if (!g->p->stages || g->released) {
         grid_stride_close(g);
         return;
     }
-    /* The slice was read up to the output phase: hand the stage back now (the refill's barrier also guards tn_red). */
-    tn_strbuf_append(g->sb, "        tn_ring_refill<1, S, NIN>(tn_src, tn_smem + slot * STAGE_BYTES, &tn_full[slot], g, M, "
-                            "gridDim.x / CL, rank);\n    }\n");
+    slice_refill(g);
+    tn_strbuf_append(g->sb, "    }\n");
 }
 static void cluster_scratch(gen *g) {
     cta_scratch(g);
@@ -739,10 +749,8 @@ void tn_codegen(const tn_fusion *f, const tn_analysis *a, const tn_plan_desc *p,
     emit_signature(&g);
     tn_strbuf_printf(sb, "    constexpr int N = %lld, V = %d, NV = N / V, T = %d, R = %d;\n", (long long)p->cols,
                      p->vec, p->threads_per_row, p->rows_per_cta);
-    if (g.storage->keeps_row)
-        tn_strbuf_printf(sb, "    constexpr int P = %d;  // vectors each thread keeps per row\n", p->batch);
-    else if (g.storage == &k_shared_slice)
-        tn_strbuf_printf(sb, "    constexpr int P = %d;  // vectors each thread takes of its slice\n", p->batch);
+    if (g.storage->p_is)
+        tn_strbuf_printf(sb, "    constexpr int P = %d;  // %s\n", p->batch, g.storage->p_is);
     else if (g.carry)
         tn_strbuf_append(sb, "    constexpr int P = (NV + T - 1) / T;  // vectors each thread takes of a row\n");
     /* Accumulator lanes per reduction: independent chains for the latency-bound

@@ -106,7 +106,8 @@ static int many_wave_ctas(const tn_schedule_request *r, const tn_plan_desc *p, i
    memory at little cost: 2-5% slower at 4096 rows (141.0 against 147.6). */
 static int carry_fits(const tn_schedule_request *r, const tn_plan_desc *p) {
     const int64_t floats = tn_plan_carry_floats(p, r->analysis->num_carried);
-    return r->analysis->num_carried && floats > 0 && floats <= tn_plan_carry_limit(p, r->props);
+    /* A slice in shared memory is read again instead (and carry would cost it its few registers). */
+    return r->analysis->num_carried && !p->shared_slice && floats > 0 && floats <= tn_plan_carry_limit(p, r->props);
 }
 
 static void choose_carry(const tn_schedule_request *r, tn_plan_desc *p) {
@@ -688,12 +689,27 @@ int64_t tn_cluster_dynamic_smem(const tn_analysis *a, const tn_plan_desc *p) {
     return (int64_t)p->stages * (p->cols / p->cluster * a->buffer_elem_bytes + 8);
 }
 
+void tn_cluster_share_slice(const tn_analysis *a, tn_plan_desc *p) {
+    p->stages = 1;
+    p->shared_slice = 1;
+    p->carry = 0; /* values recomputed from the slice, as the tma plans do: registers stay few */
+    p->prefetch = 0;
+    p->ctas_per_sm = 0;
+    p->smem_bytes = (int)min_i64(tn_cluster_dynamic_smem(a, p), 0x7fffffff);
+    p->grid = p->rows * p->cluster;
+}
+
+/* CTAs of a cluster plan with stages an SM's shared memory holds (1 KiB of it
+   the system's per CTA). */
+static int64_t stage_ctas_an_sm(const tn_schedule_request *r, const tn_plan_desc *p) {
+    return r->props->smem_per_sm / (p->smem_bytes + 1024 + cluster_static_smem(r->analysis, p));
+}
+
 /* CTAs of the plan's shape an SM holds by the slice's registers, its threads
-   and (with stages) its shared memory (1 KiB of it the system's per CTA). */
+   and (with stages) its shared memory. */
 static int64_t slice_ctas_an_sm(const tn_schedule_request *r, const tn_plan_desc *p) {
     const int64_t by_regs = ctas_an_sm(r->props, slice_regs(r, p->vec, p->batch), p->block_threads);
-    if (!p->smem_bytes) return by_regs;
-    return min_i64(by_regs, r->props->smem_per_sm / (p->smem_bytes + 1024 + cluster_static_smem(r->analysis, p)));
+    return p->smem_bytes ? min_i64(by_regs, stage_ctas_an_sm(r, p)) : by_regs;
 }
 
 /* A persistent grid for a cluster plan: as many clusters as the SMs hold at
@@ -895,6 +911,11 @@ static int spread_short_rows(const tn_schedule_request *r, tn_plan_desc *p) {
     return 0;
 }
 
+static void why_persistent_clusters(tn_plan_desc *p) {
+    why(p, "%lld clusters loop over the rows (on a GPU, as many as the driver says run at once)",
+        (long long)(p->grid / p->cluster));
+}
+
 /* Rows of a fusion of two or more reduction levels without special functions
    in two phases, whose registers leave the register plan one CTA an SM: each
    level's reduction idles the SM's only CTA. Split over a cluster of 2, at most
@@ -920,8 +941,7 @@ static int pair_for_levels(const tn_schedule_request *r, const tn_plan_desc *reg
     why(p, "cluster: %d reduction levels would each idle the register plan's one CTA an SM: each row split over 2 "
         "CTAs of %d threads, %d vectors each held in registers, compiled for %d CTAs an SM so that one's loads "
         "overlap another's reductions", a->num_levels, p->threads_per_row, p->batch, p->ctas_per_sm);
-    why(p, "%lld clusters loop over the rows (on a GPU, as many as the driver says run at once)",
-        (long long)(p->grid / 2));
+    why_persistent_clusters(p);
     return 1;
 }
 
@@ -1011,8 +1031,7 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
     why(p, "cluster: each row split over %d CTAs of %d threads, %d vectors each held in registers (%lld bytes a CTA); "
         "reductions meet through distributed shared memory", cl, p->threads_per_row, p->batch,
         (long long)(row_bytes / cl));
-    why(p, "%lld clusters loop over the rows (on a GPU, as many as the driver says run at once)",
-        (long long)(p->grid / cl));
+    why_persistent_clusters(p);
     if (p->ctas_per_sm && heavy)
         why(p, "compiled for %d CTAs an SM: special functions in %d phases keep each CTA computing long, more CTAs "
             "overlap one's loads with another's work", p->ctas_per_sm, a->special_evals);
@@ -1092,21 +1111,14 @@ static int candidates_cluster(const tn_schedule_request *r, const tn_plan_desc *
                (bench/probes, mode 4: few registers, so more CTAs an SM hide the exchange's wait; untimed as a
                rule). */
             q = p;
-            q.stages = 1;
-            q.shared_slice = 1;
-            q.carry = 0; /* values recomputed from the slice, as the tma plans do: registers stay few */
-            q.prefetch = 0;
-            q.ctas_per_sm = 0;
-            q.smem_bytes = (int)min_i64(tn_cluster_dynamic_smem(r->analysis, &q), 0x7fffffff);
-            q.grid = r->rows * cl;
+            tn_cluster_share_slice(r->analysis, &q);
             if (n < cap && cluster_prefetch_ok(&q, r->analysis) && r->analysis->num_stage_inputs &&
                 q.smem_bytes + cluster_static_smem(r->analysis, &q) <= r->props->smem_per_block_optin &&
                 q.grid <= 0x7fffffff) {
                 out[n++] = q;
                 /* ... also compiled for as many CTAs an SM as shared memory and threads allow, if that leaves
                    ptxas TN_CLUSTER_MIN_REGS or more. */
-                const int64_t cta_smem = q.smem_bytes + 1024 + cluster_static_smem(r->analysis, &q);
-                const int64_t fit = min_i64(r->props->smem_per_sm / cta_smem, r->props->max_threads_per_sm / q.block_threads);
+                const int64_t fit = min_i64(stage_ctas_an_sm(r, &q), r->props->max_threads_per_sm / q.block_threads);
                 if (n < cap && fit >= 2 && regs_cap(r->props, (int)fit * q.block_threads) >= TN_CLUSTER_MIN_REGS)
                     q.ctas_per_sm = (int)fit, out[n++] = q;
             }
@@ -1204,7 +1216,7 @@ int tn_schedule_candidates(const tn_schedule_request *r, tn_plan_desc *out, int 
        registers where they fit (untimed until tune on the GPU says: softmax's register plan takes 87 registers
        with it, 128 without, at 4096 x 16384). */
     for (int i = 0, plain = n; i < plain && n < cap; i++)
-        if (carry_fits(r, &out[i]) && !out[i].shared_slice) { /* a slice in shared memory is read again instead */
+        if (carry_fits(r, &out[i])) {
             out[n] = out[i];
             out[n++].carry = 1;
         }

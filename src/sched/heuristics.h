@@ -29,6 +29,10 @@ int64_t tn_tma_static_smem(const tn_analysis *a, const tn_plan_desc *p);
 /* Dynamic shared memory of a cluster plan with stages: each stage holds the
    CTA's slice of one row of every ROW input, then an mbarrier per stage. */
 int64_t tn_cluster_dynamic_smem(const tn_analysis *a, const tn_plan_desc *p);
+/* Makes cluster plan p its variant whose slice stays in one stage of shared
+   memory, read there by every phase, a cluster a row (shared_slice; no carry,
+   no prefetch, ctas_per_sm left to ptxas). */
+void tn_cluster_share_slice(const tn_analysis *a, tn_plan_desc *p);
 /* A cluster plan streams its slices through at most this many stages. */
 #define TN_CLUSTER_MAX_STAGES 2
 

@@ -58,10 +58,9 @@ static char *generate(tn_context *ctx, const golden *g) {
     tn_plan_desc p;
     char err[320];
     CHECK(tn_schedule(&req, &p, err, sizeof err), "%s: %s", g->file, err);
+    if (g->shared) tn_cluster_share_slice(&a, &p);
+    else if (g->stages) p.stages = g->stages, p.smem_bytes = (int)tn_cluster_dynamic_smem(&a, &p);
     if (g->stages) {
-        p.stages = g->stages;
-        if (g->shared) p.shared_slice = 1, p.carry = 0, p.prefetch = 0, p.ctas_per_sm = 0, p.grid = g->rows * p.cluster;
-        p.smem_bytes = (int)tn_cluster_dynamic_smem(&a, &p);
         CHECK(tn_plan_desc_check(&p, &a, &d, 16, err, sizeof err), "%s: %s", g->file, err);
     }
     tn_strbuf sb;
