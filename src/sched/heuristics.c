@@ -592,8 +592,9 @@ static int ws_chosen_shape(const tn_schedule_request *r, tn_plan_desc *p, int t,
     tn_plan_desc split = *p;
     char split_err[320];
     if (!avoided(r, TN_PLAN_CLUSTER) && schedule_cluster(r, &split, 0, split_err, sizeof split_err))
-        REJECT("the cluster plan holds the row over %d CTAs with its special-function values carried in registers",
-               split.cluster);
+        REJECT("the cluster plan holds the row over %d CTAs%s", split.cluster,
+               split.shared_slice ? ", each slice in shared memory, several CTAs an SM"
+                                  : " with its special-function values carried in registers");
     return ws_any_shape(r, p, t, err, cap);
 }
 
@@ -756,14 +757,15 @@ static int cluster_ctas_per_sm(const tn_schedule_request *r, const tn_plan_desc 
 }
 
 /* Fills the cluster fields for cl CTAs a row, t threads a CTA, one row each; 0
-   if the slice is not whole vectors or its registers do not fit. */
-static int cluster_shape(const tn_schedule_request *r, tn_plan_desc *p, int cl, int t) {
+   if the slice is not whole vectors or, held in registers, does not fit. */
+static int cluster_layout(const tn_schedule_request *r, tn_plan_desc *p, int cl, int t, int slice_in_regs) {
     const int64_t nv = p->cols / p->vec;
     if (cl < 2 || cl > TN_MAX_CLUSTER || (r->max_cluster && cl > r->max_cluster) || nv % cl || t < 32 ||
         t > r->props->max_threads_per_block)
         return 0;
     const int batch = (int)ceil_div(nv / cl, t);
-    if (batch > 64 || (t > 32 && t / 2 >= nv / cl) || slice_regs(r, p->vec, batch) > regs_cap(r->props, t))
+    if (batch > 64 || (t > 32 && t / 2 >= nv / cl) ||
+        (slice_in_regs && slice_regs(r, p->vec, batch) > regs_cap(r->props, t)))
         return 0;
     p->kind = TN_PLAN_CLUSTER;
     p->cluster = cl;
@@ -773,6 +775,10 @@ static int cluster_shape(const tn_schedule_request *r, tn_plan_desc *p, int cl, 
     p->ctas_per_sm = cluster_ctas_per_sm(r, p);
     p->grid = cluster_grid(r, p);
     return 1;
+}
+
+static int cluster_shape(const tn_schedule_request *r, tn_plan_desc *p, int cl, int t) {
+    return cluster_layout(r, p, cl, t, 1);
 }
 
 /* CTAs an SM that rows over clusters of q's shape need to all run at once. */
@@ -945,6 +951,77 @@ static int pair_for_levels(const tn_schedule_request *r, const tn_plan_desc *reg
     return 1;
 }
 
+/* CTAs an SM to compile shared-slice plan q for: as many as shared memory and
+   threads allow, fewer where that would leave ptxas under TN_CLUSTER_MIN_REGS
+   a thread; 0 (ptxas chooses) where that is under 2. */
+static int shared_slice_bound(const tn_schedule_request *r, const tn_plan_desc *q) {
+    int k = (int)min_i64(stage_ctas_an_sm(r, q), r->props->max_threads_per_sm / q->block_threads);
+    while (k >= 2 && regs_cap(r->props, k * q->block_threads) < TN_CLUSTER_MIN_REGS) k--;
+    return k >= 2 ? k : 0;
+}
+
+/* Many rows too long for one CTA's registers: each split over the smallest
+   cluster whose CTA's slice of every ROW input leaves TN_SHARED_SLICE_CTAS
+   CTAs an SM, the slice copied once into shared memory and read there by
+   every phase, a cluster a row in waves (shared_slice), compiled for as many
+   CTAs an SM as fit. With the row off the registers, two or more CTAs an SM
+   overlap one's copy with the other's reductions and exchange waits, which one
+   persistent CTA an SM cannot (bench/probes, mode 4). Threads: the fewest from
+   128 that keep at most 16 vectors a thread (8 with two inputs), at most those
+   that leave TN_CLUSTER_MIN_REGS a thread at one CTA an SM more, more vectors
+   a thread there (softmax 4096 x 65584 over 2 CTAs of 256 x 17 at 3 an SM
+   276.3 us, of 512 x 9 at 2 288.3, left to ptxas 469.4; rmsnorm 3000 x 98304
+   256 x 24 at 2 297.9, softmax 2500 x 81920 210.5, 512 x 10 209.6). tune on the H200
+   (bf16, 2026-12-04), against the persistent cluster plan in registers:
+   rmsnorm 4096 x 65536 268.9 us over 2 CTAs of 256 x 16 at 3 an SM against
+   280.9; 16384 x 65536 1040 against 1103; 4096 x 131072 534.7 over 4 (620
+   over 8 in registers); softmax 4096 x 65536 271.2, exp recomputed from the
+   slice, against 280.8 carrying it; add_rmsnorm 4096 x 65536 535.1 over 4 of
+   256 x 8 against 547.2; f32 rmsnorm 4096 x 65536 530.7 over 4, the best. The
+   smallest cluster, as the slices an SM holds fewer of won wherever two fit:
+   softmax 2500 x 81920 209.6 us over 2 CTAs of 80 KiB at 2 an SM, 230.7 over
+   4 of 40 KiB at 4; rmsnorm 3000 x 98304 297.9 against 302.5; add_rmsnorm
+   2000 x 81920 336.1 against 348.0; rmsnorm 4096 x 65536 270.9 over 4 at 6 an
+   SM, 282.8 over 8 at 13. At least TN_SHARED_SLICE_MIN_WAVES waves of CTAs,
+   so that the last, partial wave costs little (rmsnorm 1000 x 65536, 5 waves:
+   73.5 us against 69.4 persistent; 300 x 65536, 1.5 waves: 26.4 against
+   23.4). Fusions of two or more reduction levels without special functions in
+   two phases keep the register plans: each level waits on the exchange with
+   nothing else to do (layernorm 16384 x 65536 1271 over 2 CTAs at 3 an SM
+   against 1209). 0 (p untouched) where no cluster of up to TN_MAX_CLUSTER
+   CTAs fits. */
+static int share_long_slices(const tn_schedule_request *r, tn_plan_desc *p) {
+    const tn_analysis *a = r->analysis;
+    const tn_device_props *d = r->props;
+    if (!a->num_stage_inputs || (a->num_levels >= 2 && a->special_evals < 2)) return 0;
+    const int batch = slice_batch(a, TN_REG_BATCH_LONGER);
+    /* Threads that would leave a third CTA an SM its registers: a slice just over a power of two of vectors
+       keeps 3 an SM where shared memory allows. */
+    int most_threads = 128;
+    while (most_threads * 2 <= d->max_threads_per_block &&
+           regs_cap(d, (TN_SHARED_SLICE_CTAS + 1) * most_threads * 2) >= TN_CLUSTER_MIN_REGS)
+        most_threads *= 2;
+    for (int cl = 2; cl <= TN_MAX_CLUSTER; cl *= 2) {
+        const int64_t nvl = p->cols / p->vec / cl;
+        int t = 128;
+        while (t < most_threads && ceil_div(nvl, t) > batch) t *= 2;
+        tn_plan_desc q = *p;
+        if (!cluster_layout(r, &q, cl, t, 0)) continue;
+        tn_cluster_share_slice(a, &q);
+        if (!cluster_prefetch_ok(&q, a) || q.grid > 0x7fffffff) return 0;
+        q.ctas_per_sm = shared_slice_bound(r, &q);
+        if (q.ctas_per_sm < TN_SHARED_SLICE_CTAS) continue;
+        if (q.grid < (int64_t)TN_SHARED_SLICE_MIN_WAVES * q.ctas_per_sm * d->sm_count) return 0;
+        *p = q;
+        why(p, "cluster: each row split over %d CTAs of %d threads, its %lld-byte slice copied once into shared "
+            "memory and read there by every phase, a cluster a row (%lld CTAs in waves, compiled for %d an SM: "
+            "one's copy lands while another reduces); reductions meet through distributed shared memory", cl,
+            p->threads_per_row, (long long)(p->smem_bytes - 8), (long long)p->grid, p->ctas_per_sm);
+        return 1;
+    }
+    return 0;
+}
+
 /* The cluster plan's region, from tune on the H200 (bf16, 2026-12-03, the
    exchange through st.async onto mbarriers):
    - rows one CTA's registers cannot hold, of fusions without special functions
@@ -1006,6 +1083,7 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
                    "tma plans stream it%s", a->special_evals,
                    a->num_carried ? ", two rows at once" : " (no value to carry in registers)");
     }
+    if (!forced && !few && share_long_slices(r, p)) return 1;
     /* Few rows take more vectors a thread, unless that leaves no room to carry (softmax 33 x 98304 over 8 CTAs of
        128 x 12 carrying exp: 8.3-8.9 us without carry, against 9.3 over 4 of 128 x 24). */
     const int most = few && !(heavy && a->num_carried) ? TN_CLUSTER_FEW_BATCH : TN_REG_BATCH_LONGER;
@@ -1116,11 +1194,8 @@ static int candidates_cluster(const tn_schedule_request *r, const tn_plan_desc *
                 q.smem_bytes + cluster_static_smem(r->analysis, &q) <= r->props->smem_per_block_optin &&
                 q.grid <= 0x7fffffff) {
                 out[n++] = q;
-                /* ... also compiled for as many CTAs an SM as shared memory and threads allow, if that leaves
-                   ptxas TN_CLUSTER_MIN_REGS or more. */
-                const int64_t fit = min_i64(stage_ctas_an_sm(r, &q), r->props->max_threads_per_sm / q.block_threads);
-                if (n < cap && fit >= 2 && regs_cap(r->props, (int)fit * q.block_threads) >= TN_CLUSTER_MIN_REGS)
-                    q.ctas_per_sm = (int)fit, out[n++] = q;
+                /* ... also compiled for as many CTAs an SM as shared memory and threads allow (the scheduler's). */
+                if (n < cap && (q.ctas_per_sm = shared_slice_bound(r, &q))) out[n++] = q;
             }
         }
     return n;

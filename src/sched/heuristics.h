@@ -35,6 +35,12 @@ int64_t tn_cluster_dynamic_smem(const tn_analysis *a, const tn_plan_desc *p);
 void tn_cluster_share_slice(const tn_analysis *a, tn_plan_desc *p);
 /* A cluster plan streams its slices through at most this many stages. */
 #define TN_CLUSTER_MAX_STAGES 2
+/* The scheduler's shared slices leave at least this many CTAs an SM (one's copy
+   lands while the other reduces), in the smallest cluster that does: bigger
+   slices won in tune wherever two fit (heuristics.c, share_long_slices). */
+#define TN_SHARED_SLICE_CTAS 2
+/* ... and run in at least this many waves of CTAs (the last, partial one costs little). */
+#define TN_SHARED_SLICE_MIN_WAVES 8
 
 /* tma-ws: shared memory per slot and per CTA, and the register split between
    the producer warp group and C consumer groups (setmaxnreg): the producer

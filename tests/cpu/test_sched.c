@@ -310,21 +310,34 @@ static void test_decisions(tn_context *ctx) {
     req.cols = 32768;
     CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_REGISTER, "rmsnorm 4096x32768: %s", p.why);
     tn_fusion_destroy(f);
-    /* Softmax rows too long for two to fit in shared memory: a cluster holding row and exps in registers at 2 or
-       more CTAs an SM (tune: 283 us against tma-ws 305 at 4096 x 65536); tma-ws (streamed in chunks, several rows
-       per SM) where no split leaves 2 CTAs an SM (65584 = 8 x 8198 elements: only clusters of 2, at one CTA an
-       SM); tma where two fit and the register plan would hold one row an SM; not for rmsnorm rows of the same
-       length, nor for few rows. */
+    /* Softmax rows too long for two to fit in shared memory: over 8 waves of CTAs, a cluster a row, each slice in
+       shared memory, 3 CTAs an SM (share_long_slices; tune 271 us at 4096 x 65536, 276 at 65584, where 256 x 17
+       keeps the third CTA); fewer rows, a persistent cluster holding row and exps in registers at 2 or more CTAs
+       an SM (tune: 283 us against tma-ws 305 at 4096 x 65536); tma-ws (streamed in chunks, several rows per SM)
+       where no split leaves 2 CTAs an SM (65584 = 8 x 8198 elements: only clusters of 2, at one CTA an SM); tma
+       where two fit and the register plan would hold one row an SM; not for rmsnorm rows of the same length, nor
+       for few rows. */
     tn_fusion_builtin(ctx, TN_BUILTIN_SOFTMAX, &o, &f);
     tn_analyze(f, &a);
     tn_schedule_request sm = {&a, 4096, 65536, 16, -1, &d};
-    CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.carry && p.ctas_per_sm >= 2 &&
-              strstr(p.why, "not tma-ws: the cluster plan"),
-          "softmax 4096x65536: cluster carrying exp: %s", p.why);
+    CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.shared_slice && p.cluster == 2 &&
+              p.ctas_per_sm == 3 && p.grid == 8192 && !p.carry &&
+              strstr(p.why, "not tma-ws: the cluster plan holds the row over 2 CTAs, each slice in shared memory"),
+          "softmax 4096x65536: shared slices, a cluster a row: %s", p.why);
+    sm.cols = 65584;
+    CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.shared_slice &&
+              p.threads_per_row == 256 && p.batch == 17 && p.ctas_per_sm == 3,
+          "softmax 4096x65584: shared slices of 256 x 17 at 3 an SM: %s", p.why);
+    sm.rows = 1000; /* 2000 CTAs: under 8 waves */
+    sm.cols = 65536;
+    CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && !p.shared_slice && p.carry &&
+              p.ctas_per_sm >= 2 && strstr(p.why, "not tma-ws: the cluster plan"),
+          "softmax 1000x65536: cluster carrying exp: %s", p.why);
     sm.cols = 65584;
     CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_TMA_WS && p.consumer_groups == 1 &&
               p.chunks > 1 && p.stages > p.chunks,
-          "softmax 4096x65584: tma-ws streaming chunks: %s", p.why);
+          "softmax 1000x65584: tma-ws streaming chunks: %s", p.why);
+    sm.rows = 4096;
     /* A kind the request avoids (its plan spilled) is passed over, also where another kind asks whether it would
        take the shape: without the cluster, 4096 x 65536 goes back to tma-ws. */
     sm.cols = 65536;
@@ -357,8 +370,8 @@ static void test_decisions(tn_context *ctx) {
        at two CTAs an SM (softmax evaluates exp in two phases: its CTAs overlap one's loads with another's exps). */
     tn_fusion_builtin(ctx, TN_BUILTIN_SOFTMAX, &o, &f);
     tn_analyze(f, &a);
-    const int64_t cl_shapes[][3] = {{1, 65536, 8}, {1, 262144, 8}, {4096, 131072, 8}, {64, 65536, 4}};
-    for (int i = 0; i < 4; i++) {
+    const int64_t cl_shapes[][3] = {{1, 65536, 8}, {1, 262144, 8}, {600, 131072, 8}, {64, 65536, 4}, {4096, 131072, 4}};
+    for (int i = 0; i < 5; i++) {
         tn_schedule_request cr = {&a, cl_shapes[i][0], cl_shapes[i][1], 16, -1, &d};
         CHECK(tn_schedule(&cr, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == cl_shapes[i][2],
               "softmax %lldx%lld: cluster of %lld: %s", (long long)cl_shapes[i][0], (long long)cl_shapes[i][1],
@@ -391,12 +404,34 @@ static void test_decisions(tn_context *ctx) {
     tn_analyze(f, &a);
     tn_schedule_request rl = {&a, 4096, 65536, 16, -1, &d};
     CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 2 &&
-              p.threads_per_row == 256 && p.batch == 16,
-          "rmsnorm 4096x65536: cluster of 2: %s", p.why);
+              p.threads_per_row == 256 && p.batch == 16 && p.shared_slice && p.ctas_per_sm == 3,
+          "rmsnorm 4096x65536: cluster of 2, shared slices: %s", p.why);
     rl.cols = 131072;
+    CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 4 &&
+              p.threads_per_row == 256 && p.shared_slice && p.ctas_per_sm == 3,
+          "rmsnorm 4096x131072: shared slices over 4 CTAs of 256: %s", p.why);
+    rl.rows = 512; /* 2048 CTAs: under 8 waves, a persistent cluster in registers */
     CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 8 &&
-              p.threads_per_row == 128,
-          "rmsnorm 4096x131072: cluster of 8 x 128: %s", p.why);
+              p.threads_per_row == 128 && !p.shared_slice,
+          "rmsnorm 512x131072: cluster of 8 x 128: %s", p.why);
+    rl.rows = 4096;
+    /* Two inputs: the smallest cluster whose slices leave 2 CTAs an SM (81920: 4 of 80 KiB, not 2 of 160 or 8 of
+       40); 98304, one input: 2 of 96 KiB at 24 vectors a thread. */
+    tn_fusion *fa = NULL;
+    tn_fusion_builtin(ctx, TN_BUILTIN_ADD_RMSNORM, &o, &fa);
+    tn_analysis aa;
+    tn_analyze(fa, &aa);
+    tn_schedule_request al = {&aa, 2000, 81920, 16, -1, &d};
+    CHECK(tn_schedule(&al, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.shared_slice && p.cluster == 4 &&
+              p.ctas_per_sm == 2,
+          "add_rmsnorm 2000x81920: shared slices over 4 CTAs at 2 an SM: %s", p.why);
+    tn_fusion_destroy(fa);
+    rl.rows = 3000;
+    rl.cols = 98304;
+    CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.shared_slice && p.cluster == 2 &&
+              p.threads_per_row == 256 && p.batch == 24 && p.ctas_per_sm == 2,
+          "rmsnorm 3000x98304: shared slices over 2 CTAs of 256 x 24: %s", p.why);
+    rl.rows = 4096;
     rl.cols = 32768;
     CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_REGISTER, "rmsnorm 4096x32768: %s", p.why);
     rl.avoid = 1u << TN_PLAN_REGISTER; /* its plan spilled: the cluster takes the row, saying why not register */

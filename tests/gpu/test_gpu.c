@@ -25,6 +25,8 @@
 #include "tmanorm.h"
 
 static int g_passed, g_failed, g_refused;
+/* --shard K/N: this process runs every N-th case of the shape grids, from the K-th (side by side on one GPU). */
+static int g_shard, g_shards = 1, g_case_no;
 
 typedef struct gpu_case {
     tn_builtin op;
@@ -116,6 +118,7 @@ static tn_status replay_staged(tn_context *ctx, tn_fusion *f, int64_t rows, int6
 
 /* Runs one case; 0 if a forced kind (or the field set) was refused, saying why, else 1. */
 static int run_case(tn_context *ctx, const gpu_case *c) {
+    if (g_shards > 1 && g_case_no++ % g_shards != g_shard) return 1;
     tn_builtin_options bo = {c->in, c->w, c->out, c->stats};
     tn_fusion *f = NULL;
     tn_plan *plan = NULL;
@@ -543,8 +546,16 @@ int main(int argc, char **argv) {
     int smoke = !strcmp(mode, "--smoke");
     /* The full tier in two halves that can run side by side: the shape grids, then fuzz and the rest. */
     int grid_only = !strcmp(mode, "--grid"), late = !strcmp(mode, "--late");
-    if (*mode && !quick && !sanitize && !huge_only && !smoke && !grid_only && !late) {
-        fprintf(stderr, "usage: test_gpu [--quick | --sanitize | --huge | --smoke | --grid | --late]\n");
+    int bad = *mode && !quick && !sanitize && !huge_only && !smoke && !grid_only && !late;
+    if (grid_only && argc == 4 && !strcmp(argv[2], "--shard")) {
+        char end;
+        bad = sscanf(argv[3], "%d/%d%c", &g_shard, &g_shards, &end) != 2 || g_shards < 1 || g_shard < 0 ||
+              g_shard >= g_shards;
+    } else if (argc > 2) {
+        bad = 1;
+    }
+    if (bad) {
+        fprintf(stderr, "usage: test_gpu [--quick | --sanitize | --huge | --smoke | --grid [--shard K/N] | --late]\n");
         return 2;
     }
     tn_context *ctx = NULL;
@@ -575,7 +586,7 @@ int main(int argc, char **argv) {
         goto report;
     }
     if (late) goto fuzz;
-    if (!quick) check_huge_n(ctx);
+    if (!quick && g_shard == 0) check_huge_n(ctx);
     if (huge_only) goto report;
 
     static const int64_t full_cols[] = {1, 7, 1000, 4097, 65537, 1048576};
@@ -631,7 +642,10 @@ int main(int argc, char **argv) {
             run_case(ctx, &k);
         }
     if (sanitize && props.cc_major >= 9) run_shared_slices(ctx);
-    check_carry(ctx, props.cc_major >= 9, quick || sanitize);
+    const int shards = g_shards; /* the carry checks count their own cases: run whole, in shard 0 */
+    g_shards = 1;
+    if (g_shard == 0) check_carry(ctx, props.cc_major >= 9, quick || sanitize);
+    g_shards = shards;
     if (!quick && !sanitize) {
         /* The standard sweep's large shapes, once each in bf16. */
         const int64_t big[][2] = {{65536, 8192}, {32768, 4096}, {16384, 16384}, {4096, 32768}, {512, 65536}, {64, 131072}};
@@ -658,6 +672,16 @@ int main(int argc, char **argv) {
             for (int d = 0; d < 3; d++)
                 for (int i = 0; i < (int)(sizeof spread / sizeof spread[0]); i++) {
                     gpu_case c = {(tn_builtin)op, dtypes[d], dtypes[d], dtypes[d], 0, spread[i][0], spread[i][1], NULL, 0, 0};
+                    run_case(ctx, &c);
+                }
+        /* The scheduler's shared slices: many rows too long for one CTA's registers, a cluster a row in 8 or more
+           waves (rmsnorm, softmax, add_rmsnorm; layernorm keeps registers), one odd vector count (65584 = 8 x 8198:
+           256 threads x 17), bf16 and f32. */
+        const int64_t shared[][2] = {{3200, 65536}, {1700, 98304}, {2000, 81920}, {3300, 65584}};
+        for (int op = 0; op < TN_BUILTIN_COUNT; op++)
+            for (int d = 0; d < 3; d += 2)
+                for (int i = 0; i < (int)(sizeof shared / sizeof shared[0]); i++) {
+                    gpu_case c = {(tn_builtin)op, dtypes[d], dtypes[d], dtypes[d], 0, shared[i][0], shared[i][1], NULL, 0, 0};
                     run_case(ctx, &c);
                 }
         /* Cluster plans whose slices stream through 1 or 2 stages of shared memory, or stay in one and are read
