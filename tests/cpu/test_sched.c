@@ -410,10 +410,19 @@ static void test_decisions(tn_context *ctx) {
     CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 4 &&
               p.threads_per_row == 256 && p.shared_slice && p.ctas_per_sm == 3,
           "rmsnorm 4096x131072: shared slices over 4 CTAs of 256: %s", p.why);
-    rl.rows = 512; /* 2048 CTAs: under 8 waves, a persistent cluster in registers */
+    rl.rows = 512; /* 2048 CTAs: under 8 waves, a persistent cluster in registers, the next rows streamed */
     CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 8 &&
-              p.threads_per_row == 128 && !p.shared_slice,
-          "rmsnorm 512x131072: cluster of 8 x 128: %s", p.why);
+              p.threads_per_row == 128 && !p.shared_slice && p.stages == 1 && p.smem_bytes == 131072 / 8 * 2 + 8 &&
+              p.grid / p.cluster < 512 && strstr(p.why, "next row streamed"),
+          "rmsnorm 512x131072: cluster of 8 x 128, one stage: %s", p.why);
+    rl.rows = 64; /* few rows: a cluster a row, nothing to stream */
+    CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.stages == 0,
+          "rmsnorm 64x131072: no stage: %s", p.why);
+    rl.rows = 512;
+    tn_schedule_request forced = rl; /* a forced cluster plan is the base tune and the tests vary: no stage */
+    forced.kind = TN_PLAN_CLUSTER;
+    CHECK(tn_schedule(&forced, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.stages == 0,
+          "rmsnorm 512x131072 forced cluster: no stage: %s", p.why);
     rl.rows = 4096;
     /* Two inputs: the smallest cluster whose slices leave 2 CTAs an SM (81920: 4 of 80 KiB, not 2 of 160 or 8 of
        40); 98304, one input: 2 of 96 KiB at 24 vectors a thread. */
