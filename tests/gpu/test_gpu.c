@@ -165,15 +165,17 @@ static int run_case(tn_context *ctx, const gpu_case *c) {
             bad = "the shared-slice plan launched another grid", st = TN_STATUS_INTERNAL;
     }
     /* Whether the plan that runs keeps its slices in shared memory (forced, or the scheduler's choice). */
-    char described[4096];
+    char described[4096] = "";
     const int ran_shared = st == TN_STATUS_OK &&
                            tn_plan_describe(plan, TN_DESCRIBE_JSON, described, sizeof described, NULL) == TN_STATUS_OK &&
                            strstr(described, "\"shared_slice\": 1");
     if (ran_shared && !c->shared) snprintf(kind + strlen(kind), sizeof kind - strlen(kind), "+ss");
+    else if (!c->stages && !strcmp(kind, "cluster") && strstr(described, "\"stages\": 1"))
+        snprintf(kind + strlen(kind), sizeof kind - strlen(kind), "+st"); /* the scheduler's streamed rows */
     float params[1] = {1e-5f};
-    /* Shared slices: every row compared (the scheduler's: up to 512); a race in a stage gives wrong values, not
+    /* Shared slices: every row compared (the scheduler's: up to 128); a race in a stage gives wrong values, not
        unwritten ones. */
-    const int64_t compared = c->shared ? c->rows : ran_shared ? (c->rows < 512 ? c->rows : 512) : 64;
+    const int64_t compared = c->shared ? c->rows : ran_shared ? (c->rows < 128 ? c->rows : 128) : 64;
     tn_check_options co = {(uint64_t)(c->rows * 131 + c->cols), compared, c->pad, c->offset};
     if (st == TN_STATUS_OK) st = tn_gpu_check(plan, params, &co, &r);
     int ok = st == TN_STATUS_OK && r.passed;
