@@ -1063,7 +1063,10 @@ static int share_long_slices(const tn_schedule_request *r, tn_plan_desc *p) {
      row) of 64 KiB or more, widened while the clusters fit one wave and slices
      stay 8 KiB (softmax 1 x 65536 3.64 us against 11.3 for one tma CTA);
    - fewer rows than a quarter of the SMs, of over 16 KiB and under 64 KiB,
-     that one CTA would hold (spread_short_rows).
+     that one CTA would hold (spread_short_rows);
+   - many rows, 8 or more waves of CTAs, with slices kept in shared memory
+     and a cluster a row (share_long_slices), and, where clusters loop over
+     rows, the next row streamed into a stage (stream_next_rows).
    Each CTA keeps up to 16 vectors a thread (8 where two inputs are loaded), at
    the fewest threads from 128, in the smallest cluster that holds the row; a
    cluster of more than 2 CTAs must leave 2 CTAs an SM, so that a cluster need
