@@ -976,6 +976,31 @@ static void stream_next_rows(const tn_schedule_request *r, tn_plan_desc *p) {
     *p = q;
 }
 
+/* Where the clusters will loop over rows, streaming each next row into a
+   stage (stream_next_rows), the smallest cluster that holds the row at one
+   CTA an SM, for fusions without special functions in two phases: the stage
+   keeps memory busy while the CTA reduces, which the second CTA an SM that
+   cluster_pick asks for of larger clusters was for. tune on the H200 (bf16,
+   2026-12-04, both streamed): rmsnorm 512 x 131072 71.5 us over 4 CTAs of
+   256 x 16 against 77.1 over 8 of 128 x 16; 4096 x 131072 543.4 against
+   562.7. Heavy fusions keep cluster_pick's 2 CTAs an SM: streamed, the
+   smaller cluster won there too (softmax 4096 x 131072 carrying exp 535.2
+   against 565.4 at 3 an SM; 600 x 98304 65.6 against 66.9), but at 512 x
+   65536 unstreamed it lost by a fifth (51.2 us against 41.8) and the
+   streamed pair is unmeasured. Returns the cluster size with p streamed, 0
+   (p untouched) where no such cluster streams. */
+static int cluster_pick_streamed(const tn_schedule_request *r, tn_plan_desc *p, int batch) {
+    for (int c = 2; c <= TN_MAX_CLUSTER; c *= 2) {
+        tn_plan_desc q = *p;
+        if (!cluster_fit(r, &q, c, batch, 1)) continue;
+        stream_next_rows(r, &q);
+        if (!q.stages) return 0;
+        *p = q;
+        return c;
+    }
+    return 0;
+}
+
 /* CTAs an SM to compile shared-slice plan q for: as many as shared memory and
    threads allow, fewer where that would leave ptxas under TN_CLUSTER_MIN_REGS
    a thread; 0 (ptxas chooses) where that is under 2. */
@@ -1117,7 +1142,8 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
     const int most = few && !(heavy && a->num_carried) ? TN_CLUSTER_FEW_BATCH : TN_REG_BATCH_LONGER;
     const int batch = slice_batch(a, most);
     const tn_plan_desc base = *p;
-    int cl = cluster_pick(r, p, batch, heavy, few, must_carry);
+    int cl = !forced && !few && !heavy ? cluster_pick_streamed(r, p, batch) : 0;
+    if (!cl) cl = cluster_pick(r, p, batch, heavy, few, must_carry);
     /* The few rows' 16 vectors a thread were for carrying: where the values do not fit even so (vectors narrowed
        by alignment), the 24. */
     if (cl && few && heavy && a->num_carried && most != TN_CLUSTER_FEW_BATCH && !carry_fits(r, p)) {

@@ -410,11 +410,11 @@ static void test_decisions(tn_context *ctx) {
     CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 4 &&
               p.threads_per_row == 256 && p.shared_slice && p.ctas_per_sm == 3,
           "rmsnorm 4096x131072: shared slices over 4 CTAs of 256: %s", p.why);
-    rl.rows = 512; /* 2048 CTAs: under 8 waves, a persistent cluster in registers, the next rows streamed */
-    CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 8 &&
-              p.threads_per_row == 128 && !p.shared_slice && p.stages == 1 && p.smem_bytes == 131072 / 8 * 2 + 8 &&
+    rl.rows = 512; /* under 8 waves: a persistent cluster in registers, the smallest at one CTA an SM, streamed */
+    CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 4 &&
+              p.threads_per_row == 256 && !p.shared_slice && p.stages == 1 && p.smem_bytes == 131072 / 4 * 2 + 8 &&
               p.grid / p.cluster < 512 && strstr(p.why, "next row streamed"),
-          "rmsnorm 512x131072: cluster of 8 x 128, one stage: %s", p.why);
+          "rmsnorm 512x131072: cluster of 4 x 256, one stage: %s", p.why);
     rl.rows = 64; /* few rows: a cluster a row, nothing to stream */
     CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.stages == 0,
           "rmsnorm 64x131072: no stage: %s", p.why);
