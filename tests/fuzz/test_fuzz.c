@@ -57,6 +57,7 @@ int main(int argc, char **argv) {
     tn_context *ctx = NULL;
     if (tn_context_create(&o, &ctx) != TN_STATUS_OK) return 2;
     int valid = 0, rejected = 0, planned = 0, compiled = 0, carried = 0, failures = 0;
+    int long_rows = 0, long_shared = 0, long_streamed = 0; /* long-row plans compiled, and of which rule */
     for (uint64_t s = first; s < first + (uint64_t)seeds; s++) {
         tn_fusion *f = NULL;
         int valid_only = (int)(s % 2);
@@ -123,12 +124,49 @@ int main(int argc, char **argv) {
             planned++;
         }
         tn_plan_destroy(plan);
+        plan = NULL;
+        /* One in sixteen also at rows a CTA's registers cannot hold, many of them (the cluster plan's shared
+           slices, a cluster a row) and fewer (persistent clusters streaming the next row into a stage): the
+           scheduler's plan compiles without spills. */
+        for (int i = 0; i < 2 && s % 16 == 5; i++) {
+            const int64_t lr = i ? 600 : 3200, ln = i ? 98304 : 65536;
+            tn_plan_options dflt = {0, NULL, NULL};
+            st = tn_plan_create(ctx, f, lr, ln, &dflt, &plan);
+            if (st != TN_STATUS_OK) {
+                printf("FAIL seed %llu: plan %lldx%lld: %s\n", (unsigned long long)s, (long long)lr, (long long)ln,
+                       tn_context_last_error(ctx));
+                failures++;
+                continue;
+            }
+            tn_resources res;
+            tn_plan_resources(plan, &res);
+            char json[4096] = "";
+            tn_plan_describe(plan, TN_DESCRIBE_JSON, json, sizeof json, NULL);
+            long_rows++;
+            long_shared += strstr(json, "\"shared_slice\": 1") != NULL;
+            long_streamed += strstr(json, "\"kind\": \"cluster\"") && strstr(json, "\"shared_slice\": 0") &&
+                             strstr(json, "\"stages\": 1");
+            if (res.spill_store_bytes || res.stack_bytes) {
+                printf("FAIL seed %llu: %lldx%lld: %d spill bytes\n", (unsigned long long)s, (long long)lr,
+                       (long long)ln, res.spill_store_bytes);
+                failures++;
+            }
+            tn_plan_destroy(plan);
+            plan = NULL;
+        }
         for (int i = 0; i < ni; i++) free(bufs[i]);
         for (int k = 0; k < no; k++) free(outs[k]);
         tn_fusion_destroy(f);
     }
     printf("fuzz: %d seeds, %d valid, %d rejected by the verifier, %d planned, %d compiled (%d again with carry)\n",
            seeds, valid, rejected, planned, compiled, carried);
+    printf("fuzz: %d long-row plans compiled, %d with shared slices, %d streaming the next row\n", long_rows,
+           long_shared, long_streamed);
+    /* Over enough seeds both cluster rules must have been exercised, or this check tests nothing. */
+    if (long_rows >= 20 && (!long_shared || !long_streamed)) {
+        printf("FAIL long rows: no plan took the shared slices or the streamed rows\n");
+        failures++;
+    }
     printf("%d passed, %d failed\n", seeds - failures, failures);
     tn_context_destroy(ctx);
     return failures ? 1 : 0;

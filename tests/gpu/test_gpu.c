@@ -754,6 +754,24 @@ fuzz:;
         tn_plan_destroy(plan);
         tn_fusion_destroy(f);
     }
+    /* Random fusions at rows a CTA's registers cannot hold under the scheduler's own plan: many rows (shared
+       slices, a cluster a row) and fewer (persistent clusters streaming the next row into a stage). */
+    for (uint64_t seed = 1001; seed <= (uint64_t)(quick || sanitize ? 1002 : 1012) && props.cc_major >= 9; seed++) {
+        tn_fusion *f = NULL;
+        tn_plan *plan = NULL;
+        tn_check_result r;
+        memset(&r, 0, sizeof r);
+        const int64_t m = seed % 2 ? 3200 : 600, n = seed % 2 ? 65536 : 98304;
+        tn_plan_options po = {0, NULL, NULL};
+        float params[1] = {0.5f};
+        tn_check_options co = {seed, 64, 0, 0};
+        tn_status st = tn_random_fusion(ctx, seed, 1, &f);
+        if (st == TN_STATUS_OK) st = tn_plan_create(ctx, f, m, n, &po, &plan);
+        if (st == TN_STATUS_OK) st = tn_gpu_check(plan, params, &co, &r);
+        fuzz_report(ctx, st, f, &r, seed, m, n, " long rows");
+        tn_plan_destroy(plan);
+        tn_fusion_destroy(f);
+    }
     check_carry_fuzz(ctx, quick || sanitize ? 3 : 12);
     check_launch_errors(ctx);
     if (props.cc_major >= 9) {
