@@ -427,7 +427,16 @@ static int candidates_tma(const tn_schedule_request *r, const tn_plan_desc *base
                 tn_plan_desc p = *base;
                 p.kind = TN_PLAN_TMA;
                 p.align_bytes = 16;
-                if (rows * t >= 64 && tma_shape(r, &p, t, rows, stages)) out[n++] = p;
+                if (!(rows * t >= 64 && tma_shape(r, &p, t, rows, stages))) continue;
+                out[n++] = p;
+                /* ... and, with one stage, a row group a CTA launched in waves instead of a persistent grid
+                   (bench/probes, rowcopy: a persistent grid cost 5-7% against one row a CTA; untimed as a
+                   rule). */
+                const int64_t groups = ceil_div(r->rows, rows);
+                if (stages == 1 && n < cap && groups > p.grid && groups <= 0x7fffffff) {
+                    p.grid = groups;
+                    out[n++] = p;
+                }
             }
     }
     return n;
