@@ -240,6 +240,35 @@ static tn_status schedule_build(tn_plan *plan, tn_variant *var, int align, int k
         desc = next;
         max_cluster = req.max_cluster;
     }
+    /* Shared slices whose recompiles (ptxas spilled under the bound) left fewer than TN_SHARED_SLICE_CTAS CTAs
+       an SM lost what they were for: several CTAs an SM overlapping one's copy with another's reductions (a
+       random fusion at 3200 x 65536 ran 1 an SM at 230 registers). The plan made without them, where it spills
+       no more; else they stay, saying so. */
+    if (st == TN_STATUS_OK && kind < 0 && var->desc.shared_slice &&
+        tn_plan_bound_ctas(&var->desc) < TN_SHARED_SLICE_CTAS) {
+        char err[320];
+        tn_schedule_request req = request(plan, align, -1, 0);
+        req.max_cluster = max_cluster;
+        req.no_shared_slice = 1;
+        tn_plan_desc next;
+        tn_variant other;
+        memset(&other, 0, sizeof other);
+        if (tn_schedule(&req, &next, err, sizeof err) && build_alternative(plan, &other, &next) == TN_STATUS_OK) {
+            if (spill_bytes(&other) <= spill_bytes(var)) {
+                const size_t len = strlen(other.desc.why);
+                snprintf(other.desc.why + len, sizeof other.desc.why - len, "; shared slices passed over: ptxas "
+                         "left them %d CTA%s an SM", tn_plan_bound_ctas(&var->desc),
+                         tn_plan_bound_ctas(&var->desc) == 1 ? "" : "s");
+                release_variant(plan->ctx, var);
+                move_variant(var, &other);
+            } else {
+                const size_t len = strlen(var->desc.why);
+                snprintf(var->desc.why + len, sizeof var->desc.why - len, "; shared slices kept: the %s plan without "
+                         "them spilled %d bytes", tn_plan_kind_name(other.desc.kind), spill_bytes(&other));
+                release_variant(plan->ctx, &other);
+            }
+        }
+    }
     if (st != TN_STATUS_OK || kind >= 0 || !spill_bytes(var)) return st;
     char err[320];
     tn_schedule_request req = request(plan, align, -1, 1u << var->desc.kind);

@@ -1052,7 +1052,7 @@ static int shared_slice_bound(const tn_schedule_request *r, const tn_plan_desc *
 static int share_long_slices(const tn_schedule_request *r, tn_plan_desc *p) {
     const tn_analysis *a = r->analysis;
     const tn_device_props *d = r->props;
-    if (!a->num_stage_inputs || (a->num_levels >= 2 && a->special_evals < 2)) return 0;
+    if (r->no_shared_slice || !a->num_stage_inputs || (a->num_levels >= 2 && a->special_evals < 2)) return 0;
     const int batch = slice_batch(a, TN_REG_BATCH_LONGER);
     /* Threads that would leave a third CTA an SM its registers: a slice just over a power of two of vectors
        keeps 3 an SM where shared memory allows. */

@@ -14,6 +14,7 @@ typedef struct tn_schedule_request {
     int pdl;     /* 1: programmatic dependent launch (sm_90+) */
     unsigned avoid; /* bit 1 << kind: kinds to pass over unless forced (ptxas spilled in their plan) */
     int max_cluster; /* 0, or the largest cluster a plan may take (the driver placed fewer clusters than planned) */
+    int no_shared_slice; /* 1: pass over the shared slices (ptxas left their plan under TN_SHARED_SLICE_CTAS an SM) */
 } tn_schedule_request;
 
 /* Fills out; on failure returns 0 with the reason in err. The plan's why

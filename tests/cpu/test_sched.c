@@ -42,11 +42,11 @@ static void check_invariants(const tn_plan_desc *p, const tn_analysis *a, const 
         int cap = d->regs_per_sm / p->block_threads;
         CHECK(TN_REG_NEED(words) <= cap, "%s: slice of %d words over the %d-register cap", what, words, cap);
     } else {
-        /* The tma kinds: a persistent grid over row groups (or, tma with one stage, a row group a CTA in waves),
-           everything in shared memory. */
+        /* The tma kinds: a persistent grid over row groups (or, a tune candidate of tma with one stage, a row
+           group a CTA in waves), everything in shared memory. */
         const int group = p->kind == TN_PLAN_TMA_WS ? 128 / p->threads_per_row : p->rows_per_cta;
-        CHECK(p->grid <= (p->rows + group - 1) / group &&
-                  (p->grid <= 32LL * d->sm_count || (p->kind == TN_PLAN_TMA && p->stages == 1)),
+        const int waves_candidate = p->kind == TN_PLAN_TMA && p->stages == 1 && strstr(what, "candidate");
+        CHECK(p->grid <= (p->rows + group - 1) / group && (p->grid <= 32LL * d->sm_count || waves_candidate),
               "%s: tma grid %lld", what, (long long)p->grid);
         CHECK(p->cluster == 1, "%s: cluster %d for a %s plan", what, p->cluster, tn_plan_kind_name(p->kind));
         CHECK(p->stages >= p->chunks && p->smem_bytes > 0 && p->smem_bytes <= d->smem_per_block_optin && p->align_bytes == 16,
