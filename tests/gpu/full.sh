@@ -4,7 +4,7 @@
 # (memcheck over the sanitizer subset, racecheck and synccheck over one shape
 # per kind); then, alone on the GPU, the timed runs: tune over a set of shapes
 # (the heuristic's regret) and the acceptance run. Logs under $OUT.
-# Usage: tests/gpu/full.sh [OP:MxN ...]   (shapes for tune; the C tier's grid half alone takes ~360 s,
+# Usage: tests/gpu/full.sh [OP:MxN ...]   (shapes for tune; the whole tier takes 300-430 s,
 # so tune more than a shape or two with tests/gpu/tune.sh in a call of its own)
 # On the device ($OUT set) the logs end up in $OUT/full-logs.tgz.
 set -uo pipefail
