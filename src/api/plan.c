@@ -2,6 +2,7 @@
    the caller's stream. A plan keeps one kernel variant per tensor alignment,
    so misaligned tensors fall back to narrower accesses instead of faulting. */
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -168,6 +169,18 @@ static void release_variant(tn_context *ctx, tn_variant *var) {
     var->kernel = NULL;
 }
 
+/* Puts the built variant `other` in var's place, its why saying what was passed over and why. */
+__attribute__((format(printf, 4, 5))) static void adopt_variant(tn_plan *plan, tn_variant *var, tn_variant *other,
+                                                                 const char *fmt, ...) {
+    const size_t len = strlen(other->desc.why);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(other->desc.why + len, sizeof other->desc.why - len, fmt, ap);
+    va_end(ap);
+    release_variant(plan->ctx, var);
+    move_variant(var, other);
+}
+
 static tn_schedule_request request(const tn_plan *plan, int align, int kind, unsigned avoid) {
     return (tn_schedule_request){&plan->an, plan->rows, plan->cols, align, kind, &plan->ctx->props, plan->pdl, avoid};
 }
@@ -231,12 +244,8 @@ static tn_status schedule_build(tn_plan *plan, tn_variant *var, int align, int k
             release_variant(plan->ctx, &other);
             break;
         }
-        const size_t len = strlen(other.desc.why);
-        snprintf(other.desc.why + len, sizeof other.desc.why - len, "; clusters of %d passed over: the driver runs %lld "
-                 "at once, under the %lld rows", desc.cluster, (long long)(var->launches[0].grid / desc.cluster),
-                 (long long)plan->rows);
-        release_variant(plan->ctx, var);
-        move_variant(var, &other);
+        adopt_variant(plan, var, &other, "; clusters of %d passed over: the driver runs %lld at once, under the %lld "
+                      "rows", desc.cluster, (long long)(var->launches[0].grid / desc.cluster), (long long)plan->rows);
         desc = next;
         max_cluster = req.max_cluster;
     }
@@ -255,12 +264,8 @@ static tn_status schedule_build(tn_plan *plan, tn_variant *var, int align, int k
         memset(&other, 0, sizeof other);
         if (tn_schedule(&req, &next, err, sizeof err) && build_alternative(plan, &other, &next) == TN_STATUS_OK) {
             if (spill_bytes(&other) <= spill_bytes(var)) {
-                const size_t len = strlen(other.desc.why);
-                snprintf(other.desc.why + len, sizeof other.desc.why - len, "; shared slices passed over: ptxas "
-                         "left them %d CTA%s an SM", tn_plan_bound_ctas(&var->desc),
-                         tn_plan_bound_ctas(&var->desc) == 1 ? "" : "s");
-                release_variant(plan->ctx, var);
-                move_variant(var, &other);
+                adopt_variant(plan, var, &other, "; shared slices passed over: ptxas left them %d CTA%s an SM",
+                              tn_plan_bound_ctas(&var->desc), tn_plan_bound_ctas(&var->desc) == 1 ? "" : "s");
             } else {
                 const size_t len = strlen(var->desc.why);
                 snprintf(var->desc.why + len, sizeof var->desc.why - len, "; shared slices kept: the %s plan without "
@@ -281,12 +286,8 @@ static tn_status schedule_build(tn_plan *plan, tn_variant *var, int align, int k
         release_variant(plan->ctx, &other);
         return TN_STATUS_OK;
     }
-    const size_t len = strlen(other.desc.why);
-    snprintf(other.desc.why + len, sizeof other.desc.why - len, "; the %s plan passed over: ptxas spilled %d bytes in "
-             "it at %d registers", tn_plan_kind_name(var->desc.kind), var->kernel->res.spill_store_bytes,
-             var->kernel->res.registers);
-    release_variant(plan->ctx, var);
-    move_variant(var, &other);
+    adopt_variant(plan, var, &other, "; the %s plan passed over: ptxas spilled %d bytes in it at %d registers",
+                  tn_plan_kind_name(var->desc.kind), var->kernel->res.spill_store_bytes, var->kernel->res.registers);
     return TN_STATUS_OK;
 }
 

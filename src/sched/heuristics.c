@@ -960,6 +960,21 @@ static int pair_for_levels(const tn_schedule_request *r, const tn_plan_desc *reg
     return 1;
 }
 
+/* q: cluster plan p with its slices streamed through `stages` stages of
+   shared memory, its CTAs an SM capped by what shared memory holds with them
+   (one: left to ptxas), its grid made again; 0 where the stages do not fit or
+   a cluster would take one row (nothing to stream). */
+static int cluster_staged(const tn_schedule_request *r, const tn_plan_desc *p, int stages, tn_plan_desc *q) {
+    *q = *p;
+    q->stages = stages;
+    q->smem_bytes = (int)min_i64(tn_cluster_dynamic_smem(r->analysis, q), 0x7fffffff);
+    if (q->smem_bytes + cluster_static_smem(r->analysis, q) > r->props->smem_per_block_optin) return 0;
+    if (q->ctas_per_sm > slice_ctas_an_sm(r, q)) q->ctas_per_sm = (int)slice_ctas_an_sm(r, q);
+    if (q->ctas_per_sm == 1) q->ctas_per_sm = 0;
+    q->grid = cluster_grid(r, q);
+    return r->rows > q->grid / q->cluster;
+}
+
 /* A persistent cluster plan whose clusters loop over rows streams them
    through one stage of shared memory: the next row's slice is copied while
    this one reduces and stores, as the tma ring does. tune on the H200 (bf16,
@@ -972,17 +987,10 @@ static int pair_for_levels(const tn_schedule_request *r, const tn_plan_desc *reg
    compiled for are capped by what shared memory holds with the stage; p
    untouched where the stage does not fit or a cluster takes one row. */
 static void stream_next_rows(const tn_schedule_request *r, tn_plan_desc *p) {
-    if (!r->analysis->num_stage_inputs || p->prefetch || p->shared_slice || !cluster_prefetch_ok(p, r->analysis))
-        return;
-    tn_plan_desc q = *p;
-    q.stages = 1;
-    q.smem_bytes = (int)min_i64(tn_cluster_dynamic_smem(r->analysis, &q), 0x7fffffff);
-    if (q.smem_bytes + cluster_static_smem(r->analysis, &q) > r->props->smem_per_block_optin) return;
-    if (q.ctas_per_sm > slice_ctas_an_sm(r, &q)) q.ctas_per_sm = (int)slice_ctas_an_sm(r, &q);
-    if (q.ctas_per_sm == 1) q.ctas_per_sm = 0;
-    q.grid = cluster_grid(r, &q);
-    if (r->rows <= q.grid / q.cluster) return;
-    *p = q;
+    tn_plan_desc q;
+    if (r->analysis->num_stage_inputs && !p->prefetch && !p->shared_slice && cluster_prefetch_ok(p, r->analysis) &&
+        cluster_staged(r, p, 1, &q))
+        *p = q;
 }
 
 /* Where the clusters will loop over rows, streaming each next row into a
@@ -1243,16 +1251,8 @@ static int candidates_cluster(const tn_schedule_request *r, const tn_plan_desc *
             if (n < cap && q.ctas_per_sm != p.ctas_per_sm) out[n++] = q;
             /* And the slices streamed through 1 or 2 stages of shared memory (the next rows' copies in flight
                while this one reduces and stores; untimed as a rule). */
-            for (int s = 1; s <= TN_CLUSTER_MAX_STAGES && n < cap && cluster_prefetch_ok(&p, r->analysis); s++) {
-                q = p;
-                q.stages = s;
-                q.smem_bytes = (int)min_i64(tn_cluster_dynamic_smem(r->analysis, &q), 0x7fffffff);
-                if (q.smem_bytes + cluster_static_smem(r->analysis, &q) > r->props->smem_per_block_optin) break;
-                if (q.ctas_per_sm > slice_ctas_an_sm(r, &q)) q.ctas_per_sm = (int)slice_ctas_an_sm(r, &q);
-                if (q.ctas_per_sm == 1) q.ctas_per_sm = 0;
-                q.grid = cluster_grid(r, &q);
-                if (r->rows > q.grid / q.cluster) out[n++] = q; /* a cluster takes more than one row */
-            }
+            for (int s = 1; s <= TN_CLUSTER_MAX_STAGES && n < cap && cluster_prefetch_ok(&p, r->analysis); s++)
+                if (cluster_staged(r, &p, s, &q)) out[n++] = q;
             /* And the slice left in one stage of shared memory, each phase reading it there, a cluster a row
                (bench/probes, mode 4: few registers, so more CTAs an SM hide the exchange's wait; untimed as a
                rule). */
