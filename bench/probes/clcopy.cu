@@ -6,6 +6,29 @@
 namespace cg = cooperative_groups;
 
 __device__ __forceinline__ unsigned smem_addr(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+// v into CTA c's copy of *slot, completing on c's copy of *bar.
+__device__ __forceinline__ void st_async_to(unsigned c, float *slot, unsigned long long *bar, float v) {
+    unsigned ra, rb;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(smem_addr(slot)), "r"(c));
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rb) : "r"(smem_addr(bar)), "r"(c));
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(ra),
+                 "r"(__float_as_uint(v)), "r"(rb) : "memory");
+}
+// One thread: this CTA's part s to every other CTA's part[rank], and its own barrier told to expect theirs.
+template <int CL>
+__device__ __forceinline__ void send_to_peers(float *part, unsigned long long *bar, unsigned rank, float s) {
+    part[rank] = s;
+    for (unsigned c = 0; c < CL; c++)
+        if (c != rank) st_async_to(c, &part[rank], bar, s);
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"((CL - 1) * 4) : "memory");
+}
+// Waits for phase 0 of *bar to complete.
+__device__ __forceinline__ void wait_phase0(unsigned long long *bar) {
+    unsigned done = 0;
+    while (!done)
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(done) : "r"(smem_addr(bar)), "r"(0) : "memory");
+}
 
 // MODE 0: cluster launch, no cluster ops (each CTA normalizes its slice alone).
 // MODE 1: cluster.sync at start, partials read over DSMEM after a cluster.sync, cluster.sync at end.
@@ -46,22 +69,8 @@ __global__ void __launch_bounds__(T, 1) clk(const uint4 *__restrict__ in, uint4 
         for (int c = 0; c < CL; c++) s += *cg::this_cluster().map_shared_rank(&part[rank], c) * 0 + *cg::this_cluster().map_shared_rank(&part[c], c);
     } else if (MODE >= 2) {
         asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
-        if (threadIdx.x == 0) {
-            part[rank] = s;
-            for (unsigned c = 0; c < CL; c++)
-                if (c != rank) {
-                    unsigned ra, rb;
-                    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(smem_addr(&part[rank])), "r"(c));
-                    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rb) : "r"(smem_addr(&bar)), "r"(c));
-                    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(ra),
-                                 "r"(__float_as_uint(s)), "r"(rb) : "memory");
-                }
-            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(&bar)), "r"((CL - 1) * 4) : "memory");
-        }
-        unsigned done = 0;
-        while (!done)
-            asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                         : "=r"(done) : "r"(smem_addr(&bar)), "r"(0) : "memory");
+        if (threadIdx.x == 0) send_to_peers<CL>(part, &bar, rank, s);
+        wait_phase0(&bar);
         s = 0;
         for (int c = 0; c < CL; c++) s += part[c];
     }
@@ -140,35 +149,17 @@ __global__ void __launch_bounds__(T, 1) clk2(const uint4 *__restrict__ in, uint4
         __syncthreads();
         for (int w = 0; w < T / 32; w++) s += red[w];
         if (CL > 1) asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
-        if (threadIdx.x == 0) {
-            part[rank] = s;
-            for (unsigned c = 0; c < CL; c++)
-                if (c != rank) {
-                    unsigned ra, rb;
-                    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(smem_addr(&part[rank])), "r"(c));
-                    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rb) : "r"(smem_addr(&bar)), "r"(c));
-                    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(ra),
-                                 "r"(__float_as_uint(s)), "r"(rb) : "memory");
-                }
-            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(&bar)), "r"((CL - 1) * 4) : "memory");
-        }
+        if (threadIdx.x == 0) send_to_peers<CL>(part, &bar, rank, s);
     } else {
         if (CL > 1) asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
         // lane c sends this warp's partial to CTA c (itself included: the local slot too)
         if (lane < CL) {
-            unsigned ra, rb;
-            asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(smem_addr(&part[rank * (T / 32) + warp])), "r"(lane));
-            asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rb) : "r"(smem_addr(&bar)), "r"(lane));
-            asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(ra),
-                         "r"(__float_as_uint(acc)), "r"(rb) : "memory");
+            st_async_to(lane, &part[rank * (T / 32) + warp], &bar, acc);
         }
         if (lane == 0)
             asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(&bar)), "r"(CL * 4) : "memory");
     }
-    unsigned done = 0;
-    while (!done)
-        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                     : "=r"(done) : "r"(smem_addr(&bar)), "r"(0) : "memory");
+    wait_phase0(&bar);
     s = 0;
     if (MODE == 4) for (int c = 0; c < CL; c++) s += part[c];
     else for (int c = 0; c < CL * (T / 32); c++) s += part[c];
@@ -231,10 +222,7 @@ template <int T, int P, int CL, int MODE> int run2(void *in, void *out, size_t b
 int main() {
     const size_t bytes = 512ull << 20;
     void *in, *out;
-    CK(cudaMalloc(&in, bytes)); CK(cudaMalloc(&out, bytes));
-    CK(cudaMemset(in, 0x3c, bytes));
-    ceiling_gbs = copy_ceiling(out, in, bytes);
-    printf("copy ceiling %.0f GB/s (512 MiB)\n", ceiling_gbs);
+    if (probe_setup(&in, &out, bytes, &ceiling_gbs)) return 1;
     // 32 KiB slices of 256 x 8: a plain CTA a row, then clusters of 2 and 4 in each exchange.
     run<256, 8, 1, 0>(in, out, bytes);
     run<256, 8, 2, 0>(in, out, bytes); run<256, 8, 2, 1>(in, out, bytes); run<256, 8, 2, 2>(in, out, bytes); run<256, 8, 2, 3>(in, out, bytes);

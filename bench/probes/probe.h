@@ -34,3 +34,12 @@ inline double copy_ceiling(void *out, const void *in, size_t bytes) {
     const float ms = best_ms([&] { cudaMemcpyAsync(out, in, bytes, cudaMemcpyDeviceToDevice); });
     return 2.0 * bytes / (ms * 1e-3) / 1e9;
 }
+
+// The probes' buffers (in filled with 0x3c bytes: finite bf16 values) and the copy ceiling between them, printed.
+inline int probe_setup(void **in, void **out, size_t bytes, double *ceiling) {
+    CK(cudaMalloc(in, bytes)); CK(cudaMalloc(out, bytes));
+    CK(cudaMemset(*in, 0x3c, bytes));
+    *ceiling = copy_ceiling(*out, *in, bytes);
+    printf("copy ceiling %.0f GB/s (%zu MiB)\n", *ceiling, bytes >> 20);
+    return 0;
+}

@@ -52,10 +52,7 @@ template <int T, int P, int MINB> int run(const char *name, void *in, void *out,
 int main() {
     const size_t bytes = 512ull << 20;
     void *in, *out;
-    CK(cudaMalloc(&in, bytes)); CK(cudaMalloc(&out, bytes));
-    CK(cudaMemset(in, 0x3c, bytes));
-    ceiling_gbs = copy_ceiling(out, in, bytes);
-    printf("copy ceiling %.0f GB/s (512 MiB)\n", ceiling_gbs);
+    if (probe_setup(&in, &out, bytes, &ceiling_gbs)) return 1;
     for (int persist = 0; persist < 2; persist++) {
         const char *tag = persist ? "persistent" : "row a CTA";
         run<128, 8, 1>(tag, in, out, bytes, persist);    // 16 KiB
