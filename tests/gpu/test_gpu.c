@@ -148,27 +148,27 @@ static int run_case(tn_context *ctx, const gpu_case *c) {
         tn_fusion_destroy(f);
         return 0;
     }
-    /* The field set must be in the plan that runs (not a fallback variant without it). */
+    /* The plan that runs, as JSON: the field set must be in it (not a fallback variant without it). */
+    char described[4096] = "";
+    const int described_ok =
+        st == TN_STATUS_OK && tn_plan_describe(plan, TN_DESCRIBE_JSON, described, sizeof described, NULL) == TN_STATUS_OK;
     const char *bad = NULL;
     if (st == TN_STATUS_OK && (c->set || c->stages)) {
-        char json[4096], key[64];
+        char key[64];
         if (c->shared) snprintf(key, sizeof key, "\"shared_slice\": 1");
         else if (c->stages) snprintf(key, sizeof key, "\"stages\": %d", c->stages);
         else snprintf(key, sizeof key, "\"%s\": %d", c->set, !c->set_off);
-        if (tn_plan_describe(plan, TN_DESCRIBE_JSON, json, sizeof json, NULL) != TN_STATUS_OK || !strstr(json, key))
+        if (!described_ok || !strstr(described, key))
             bad = "the plan that ran does not have the field set", st = TN_STATUS_INTERNAL;
         /* A shared slice launches the grid it was given: a cluster a row (in waves) or a third of that (looping). */
         long long grid;
         int cl;
-        grid_of(json, &grid, &cl);
+        grid_of(described, &grid, &cl);
         if (!bad && c->shared && grid != (c->shared == 2 ? (c->rows + 2) / 3 : c->rows) * cl)
             bad = "the shared-slice plan launched another grid", st = TN_STATUS_INTERNAL;
     }
     /* Whether the plan that runs keeps its slices in shared memory (forced, or the scheduler's choice). */
-    char described[4096] = "";
-    const int ran_shared = st == TN_STATUS_OK &&
-                           tn_plan_describe(plan, TN_DESCRIBE_JSON, described, sizeof described, NULL) == TN_STATUS_OK &&
-                           strstr(described, "\"shared_slice\": 1");
+    const int ran_shared = st == TN_STATUS_OK && strstr(described, "\"shared_slice\": 1");
     if (ran_shared && !c->shared) snprintf(kind + strlen(kind), sizeof kind - strlen(kind), "+ss");
     else if (!c->stages && !strcmp(kind, "cluster") && strstr(described, "\"stages\": 1"))
         snprintf(kind + strlen(kind), sizeof kind - strlen(kind), "+st"); /* the scheduler's streamed rows */
