@@ -42,6 +42,9 @@ void tn_cluster_share_slice(const tn_analysis *a, tn_plan_desc *p);
 #define TN_SHARED_SLICE_CTAS 2
 /* ... and run in at least this many waves of CTAs (the last, partial one costs little). */
 #define TN_SHARED_SLICE_MIN_WAVES 8
+/* A tma plan launches a row group a CTA, one stage each, in waves, from this many waves of the CTAs an SM's
+   shared memory holds (heuristics.c, schedule_tma). */
+#define TN_TMA_MIN_WAVES 8
 
 /* tma-ws: shared memory per slot and per CTA, and the register split between
    the producer warp group and C consumer groups (setmaxnreg): the producer

@@ -42,11 +42,13 @@ static void check_invariants(const tn_plan_desc *p, const tn_analysis *a, const 
         int cap = d->regs_per_sm / p->block_threads;
         CHECK(TN_REG_NEED(words) <= cap, "%s: slice of %d words over the %d-register cap", what, words, cap);
     } else {
-        /* The tma kinds: a persistent grid over row groups (or, a tune candidate of tma with one stage, a row
-           group a CTA in waves), everything in shared memory. */
+        /* The tma kinds: a persistent grid over row groups (or, tma with one stage, a row group a CTA in waves:
+           a tune candidate, or the scheduler's for many row groups), everything in shared memory. */
         const int group = p->kind == TN_PLAN_TMA_WS ? 128 / p->threads_per_row : p->rows_per_cta;
-        const int waves_candidate = p->kind == TN_PLAN_TMA && p->stages == 1 && strstr(what, "candidate");
-        CHECK(p->grid <= (p->rows + group - 1) / group && (p->grid <= 32LL * d->sm_count || waves_candidate),
+        const int waves = p->kind == TN_PLAN_TMA && p->stages == 1 &&
+                          (strstr(what, "candidate") || (strstr(p->why, "in waves") &&
+                                                         p->grid == (p->rows + group - 1) / group));
+        CHECK(p->grid <= (p->rows + group - 1) / group && (p->grid <= 32LL * d->sm_count || waves),
               "%s: tma grid %lld", what, (long long)p->grid);
         CHECK(p->cluster == 1, "%s: cluster %d for a %s plan", what, p->cluster, tn_plan_kind_name(p->kind));
         CHECK(p->stages >= p->chunks && p->smem_bytes > 0 && p->smem_bytes <= d->smem_per_block_optin && p->align_bytes == 16,
@@ -351,13 +353,19 @@ static void test_decisions(tn_context *ctx) {
     sm.kind = -1;
     sm.avoid = 0;
     sm.cols = 57344; /* 114688-byte rows: two fit by the same rule the tma ring is sized with, so tma, not tma-ws */
-    CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_TMA && p.stages == 2 &&
+    CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_TMA &&
               strstr(p.why, "not tma-ws: two rows of 114688 bytes fit"),
-          "softmax 4096x57344: tma, two stages: %s", p.why);
+          "softmax 4096x57344: tma: %s", p.why);
+    /* Many row groups: one stage a CTA, in waves (over 8 of what the SMs' shared memory holds); few (512 rows
+       of 64 KiB: 396 CTAs at once), the persistent ring of two stages. */
     sm.cols = 32768;
-    CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_TMA && p.stages == 2 &&
-              strstr(p.why, "two rows of 65536 bytes fit"),
-          "softmax 4096x32768: tma, two stages: %s", p.why);
+    CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_TMA && p.stages == 1 && p.grid == 4096 &&
+              strstr(p.why, "two rows of 65536 bytes fit") && strstr(p.why, "in waves"),
+          "softmax 4096x32768: tma, one stage in waves: %s", p.why);
+    sm.rows = 512;
+    CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_TMA && p.stages == 2 && p.grid == 132,
+          "softmax 512x32768: tma, two stages, persistent: %s", p.why);
+    sm.rows = 4096;
     sm.rows = 64;
     sm.cols = 65536;
     CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind != TN_PLAN_TMA_WS && strstr(p.why, "not tma-ws"),

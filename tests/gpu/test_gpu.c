@@ -8,6 +8,7 @@
  *                       N = 2^31 - 1, padded and misaligned tensors, odd shapes, launch errors
  *   test_gpu --huge     only N = 2^31 - 1
  *   test_gpu --smoke    one shape per kind and op (racecheck and synccheck run this)
+ * TN_TEST_OP=layernorm (a built-in's name) runs only that op's cases of any of these.
  * Exits 77 (skipped) without a GPU. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,8 @@
 static int g_passed, g_failed, g_refused;
 /* --shard K/N: this process runs every N-th case of the shape grids, from the K-th (side by side on one GPU). */
 static int g_shard, g_shards = 1, g_case_no;
+/* TN_TEST_OP=name: only that built-in's cases (a quick check of one op's kernels on the device). */
+static const char *g_only_op;
 
 typedef struct gpu_case {
     tn_builtin op;
@@ -119,6 +122,7 @@ static tn_status replay_staged(tn_context *ctx, tn_fusion *f, int64_t rows, int6
 /* Runs one case; 0 if a forced kind (or the field set) was refused, saying why, else 1. */
 static int run_case(tn_context *ctx, const gpu_case *c) {
     if (g_shards > 1 && g_case_no++ % g_shards != g_shard) return 1;
+    if (g_only_op && strcmp(tn_builtin_name(c->op), g_only_op)) return 1;
     tn_builtin_options bo = {c->in, c->w, c->out, c->stats};
     tn_fusion *f = NULL;
     tn_plan *plan = NULL;
@@ -552,6 +556,7 @@ static void check_carry_fuzz(tn_context *ctx, int want) {
 
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "";
+    g_only_op = getenv("TN_TEST_OP");
     int quick = !strcmp(mode, "--quick"), sanitize = !strcmp(mode, "--sanitize"), huge_only = !strcmp(mode, "--huge");
     int smoke = !strcmp(mode, "--smoke");
     /* The full tier in two halves that can run side by side: the shape grids, then fuzz and the rest. */
@@ -686,9 +691,10 @@ int main(int argc, char **argv) {
                 }
         /* The scheduler's shared slices: many rows too long for one CTA's registers, a cluster a row in 8 or more
            waves (rmsnorm, softmax, add_rmsnorm; layernorm keeps registers), one odd vector count (65584 = 8 x 8198:
-           256 threads x 17); fewer such rows: persistent clusters, the next row streamed into a stage; every dtype. */
+           256 threads x 17); fewer such rows: persistent clusters, the next row streamed into a stage; every dtype.
+           And softmax's rows of 64 KiB (16-bit) and f32 rows of 16384: tma, a row a CTA in waves of one stage. */
         const int64_t shared[][2] = {{3200, 65536}, {1700, 98304}, {2000, 81920}, {3300, 65584}, {700, 65536},
-                                     {400, 98304}};
+                                     {400, 98304},  {3300, 32768}, {4100, 16384}};
         for (int op = 0; op < TN_BUILTIN_COUNT; op++)
             for (int d = 0; d < 3; d++) /* f16: ptxas recompiles some of them for fewer CTAs an SM */
                 for (int i = 0; i < (int)(sizeof shared / sizeof shared[0]); i++) {
