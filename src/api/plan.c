@@ -56,16 +56,19 @@ static int align_class(int align) {
    slices stay in shared memory keeps its grid (a cluster a row group, in
    waves, as the hardware schedules clusters when SMs free up; the check
    allows no more): its one stage would not overlap one row's copy with
-   another's work if it looped. So does a plan of a cluster a row group
-   that takes two or more waves of what the driver runs at once: launched in
-   waves on purpose (tune's candidates), not a persistent grid sized by
-   estimate. */
+   another's work if it looped. So does a plan of a cluster a row group over
+   many rows (over half the SMs) that takes two or more waves of what the
+   driver runs at once: launched in waves on purpose (tune's candidates), not
+   a persistent grid sized by estimate. Few rows' plans are sized for one
+   round and take the driver's count, which clusters_short then checks. */
 static void persistent_clusters(tn_plan *plan, const tn_plan_desc *desc, tn_variant *var, int i) {
     tn_launch_desc *l = &var->launches[i];
     if (desc->shared_slice) return;
     const int64_t active = tn_max_active_clusters(plan->ctx, var->fns[i], l);
     const int64_t groups = plan->rows / desc->rows_per_cta + (plan->rows % desc->rows_per_cta != 0);
-    if (active > 0 && l->grid == groups * l->cluster && groups >= 2 * active) return;
+    if (active > 0 && l->grid == groups * l->cluster && groups >= 2 * active &&
+        plan->rows * 2 > plan->ctx->props.sm_count)
+        return;
     if (active > 0) l->grid = (active < groups ? active : groups) * l->cluster;
 }
 
