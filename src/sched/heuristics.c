@@ -294,10 +294,16 @@ static int check_looped(const tn_plan_desc *p, const tn_analysis *a, const tn_de
 
 static int candidates_looped(const tn_schedule_request *r, const tn_plan_desc *base, tn_plan_desc *out, int cap) {
     int n = 0;
-    for (int block = 256; block <= 1024 && n < cap; block *= 2) {
+    for (int block = 128; block <= 1024 && n < cap; block *= 2) {
         out[n] = *base;
         out[n].kind = TN_PLAN_LOOPED;
-        looped_shape(r, &out[n++], block);
+        looped_shape(r, &out[n], block);
+        /* ... and a row a CTA launched in waves: each CTA's second pass still finds its row in L2 (about as
+           torch.compile's looped reductions run; untimed as a rule). */
+        if (++n < cap && out[n - 1].grid < r->rows && r->rows <= 0x7fffffff) {
+            out[n] = out[n - 1];
+            out[n++].grid = r->rows;
+        }
     }
     return n;
 }
