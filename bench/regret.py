@@ -52,7 +52,7 @@ TUNE_HEAD = re.compile(r"^tune (\w+) \[(\d+) x (\d+)\]")
 PLAN_COLUMNS = {"vec": "vec", "t/row": "threads_per_row", "rows": "rows_per_cta", "batch": "batch",
                 "block": "block_threads", "stages": "stages", "groups": "consumer_groups", "chunks": "chunks",
                 "cluster": "cluster", "pf": "prefetch", "cta": "ctas_per_sm", "cy": "carry",
-                "ss": "shared_slice"}  # not the grid: a cluster plan's is the driver's count at launch
+                "ss": "shared_slice", "col": "col_cache"}  # not the grid: a cluster plan's is the driver's count at launch
 
 
 def tune_tables(text):

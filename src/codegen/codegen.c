@@ -13,6 +13,7 @@
 #include "codegen/codegen.h"
 
 #include "sched/abi.h"
+#include "sched/heuristics.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -164,6 +165,12 @@ static void col_load(gen *g, int k, const char *ind) {
                      k_dtype_code[g->f->nodes[k].dtype].storage, k, ind, k, g->f->nodes[k].io_index);
 }
 
+/* A COL input's vector from the CTA's cache of its slice (col_cache, filled by cluster_open). */
+static void cached_col_fetch(gen *g, int k, const char *ind) {
+    tn_strbuf_printf(g->sb, "%sconst tn_vec<%s, V> c%d = tn_cc%d[vl];\n", ind, k_dtype_code[g->f->nodes[k].dtype].storage,
+                     k, k);
+}
+
 /* The values phase `phase` computes per element (carried ones taken as computed). */
 static const unsigned char *phase_need(const gen *g, int phase) {
     return (g->carry ? g->a->phase_need_carry : g->a->phase_need)[phase];
@@ -192,7 +199,7 @@ static void emit_element_loop_body(gen *g, const unsigned char *need, int level,
         if (need[i] && is_row_input(&f->nodes[i])) g->storage->fetch(g, i, ind);
     for (int i = 0; i < f->num_nodes; i++)
         if (need[i] && f->nodes[i].kind == TN_OP_INPUT && f->nodes[i].shape == TN_SHAPE_COL)
-            (g->storage->col_fetch ? g->storage->col_fetch : col_load)(g, i, ind);
+            (g->p->col_cache ? cached_col_fetch : g->storage->col_fetch ? g->storage->col_fetch : col_load)(g, i, ind);
     if (phase_is_output)
         for (int r = 0; r < g->a->num_row_outputs; r++) {
             int o = g->a->row_outputs[r];
@@ -321,7 +328,7 @@ static const row_index k_slice = {"const int vl = p * T + tr, vi = VB + vl;\n   
    (weight, bias) into registers with the row's own loads: a latency-bound row
    then waits for memory once, not again after its reductions. */
 #define TN_COL_IN_REGISTERS_MAX_VECTORS 2
-static int cols_in_registers(const gen *g) { return g->p->batch <= TN_COL_IN_REGISTERS_MAX_VECTORS; }
+static int cols_in_registers(const gen *g) { return g->p->batch <= TN_COL_IN_REGISTERS_MAX_VECTORS && !g->p->col_cache; }
 
 static void register_loads(gen *g, const row_index *x, int staged) {
     const tn_fusion *f = g->f;
@@ -627,6 +634,26 @@ static void ws_reduce(gen *g, int k) {
                      g->f->nodes[k].op, k, slot);
 }
 
+/* col_cache: the CTA's slice of each COL input into shared memory (after the
+   stages), once for all the rows the CTA takes. Each thread loads the vectors
+   it reads back later (vl = p T + tr), so no barrier is needed. */
+static void cluster_cache_cols(gen *g) {
+    const tn_fusion *f = g->f;
+    if (!g->p->stages) tn_strbuf_append(g->sb, "    extern __shared__ __align__(128) unsigned char tn_smem[];\n");
+    int64_t offset = tn_cluster_col_offset(g->a, g->p);
+    for (int i = 0; i < f->num_nodes; i++) {
+        const tn_node *n = &f->nodes[i];
+        if (!g->a->used[i] || n->kind != TN_OP_INPUT || n->shape != TN_SHAPE_COL) continue;
+        const char *st = k_dtype_code[n->dtype].storage;
+        tn_strbuf_printf(g->sb,
+                         "    tn_vec<%s, V> *tn_cc%d = reinterpret_cast<tn_vec<%s, V> *>(tn_smem + %lldu);  // this "
+                         "CTA's slice of %s\n"
+                         "    for (int vl = tr; vl < NVL; vl += T) tn_vload(tn_cc%d[vl], in%d + (long long)(VB + vl) * V);\n",
+                         st, i, st, (long long)offset, n->name ? n->name : "a COL input", i, n->io_index);
+        offset += g->p->cols / g->p->cluster * (int64_t)tn_dtype_size(n->dtype);
+    }
+}
+
 /* cluster: the grid-stride loop over clusters; CTA `rank` of a cluster holds
    vectors [VB, VB + NVL) of its row group's rows, and a reduction reduces over
    the CTA, then over the cluster (tn_cluster_reduce: the parts travel to the
@@ -642,6 +669,7 @@ static void cluster_open(gen *g) {
         tn_strbuf_append(g->sb, "    tn_ring_start<1, S, NIN>(tn_src, tn_smem, STAGE_BYTES, tn_full, M, M, blockIdx.x / CL, "
                                 "gridDim.x / CL, rank);\n");
     }
+    if (g->p->col_cache) cluster_cache_cols(g);
     if (g->nred)
         tn_strbuf_append(g->sb,
                          "    tn_cluster_start(&tn_cbar[0][0], 2 * NRED, R);\n"

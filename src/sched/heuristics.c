@@ -724,9 +724,15 @@ static int64_t cluster_static_smem(const tn_analysis *a, const tn_plan_desc *p) 
     return (bytes + 127) / 128 * 128;
 }
 
-int64_t tn_cluster_dynamic_smem(const tn_analysis *a, const tn_plan_desc *p) {
+int64_t tn_cluster_col_offset(const tn_analysis *a, const tn_plan_desc *p) {
     if (!p->stages || p->cluster < 1) return 0;
-    return (int64_t)p->stages * (p->cols / p->cluster * a->buffer_elem_bytes + 8);
+    return ((int64_t)p->stages * (p->cols / p->cluster * a->buffer_elem_bytes + 8) + 15) / 16 * 16;
+}
+
+int64_t tn_cluster_dynamic_smem(const tn_analysis *a, const tn_plan_desc *p) {
+    if (p->cluster < 1) return 0;
+    if (p->col_cache) return tn_cluster_col_offset(a, p) + p->cols / p->cluster * a->col_elem_bytes;
+    return p->stages ? (int64_t)p->stages * (p->cols / p->cluster * a->buffer_elem_bytes + 8) : 0;
 }
 
 void tn_cluster_share_slice(const tn_analysis *a, tn_plan_desc *p) {
@@ -1003,6 +1009,23 @@ static int cluster_staged(const tn_schedule_request *r, const tn_plan_desc *p, i
     if (q->ctas_per_sm == 1) q->ctas_per_sm = 0;
     q->grid = cluster_grid(r, q);
     return r->rows > q->grid / q->cluster;
+}
+
+/* q with its COL slices cached in shared memory (col_cache), its CTAs an SM
+   capped by what shared memory then holds; 0 (q untouched) where the fusion
+   has no COL input, q does not loop over rows, or the cache does not fit. */
+static int cluster_col_cached(const tn_schedule_request *r, tn_plan_desc *q) {
+    tn_plan_desc c = *q;
+    if (!r->analysis->col_elem_bytes || q->shared_slice || r->rows <= q->grid / q->cluster) return 0;
+    c.col_cache = 1;
+    c.smem_bytes = (int)min_i64(tn_cluster_dynamic_smem(r->analysis, &c), 0x7fffffff);
+    if (c.smem_bytes + cluster_static_smem(r->analysis, &c) > r->props->smem_per_block_optin) return 0;
+    if (c.ctas_per_sm > slice_ctas_an_sm(r, &c)) c.ctas_per_sm = (int)slice_ctas_an_sm(r, &c);
+    if (c.ctas_per_sm == 1) c.ctas_per_sm = 0;
+    c.grid = cluster_grid(r, &c);
+    if (r->rows <= c.grid / c.cluster) return 0;
+    *q = c;
+    return 1;
 }
 
 /* A persistent cluster plan whose clusters loop over rows streams them
@@ -1287,9 +1310,14 @@ static int candidates_cluster(const tn_schedule_request *r, const tn_plan_desc *
             q.ctas_per_sm = per_sm >= 2 ? (int)per_sm : 0;
             if (n < cap && q.grid != p.grid && q.grid <= 0x7fffffff) out[n++] = q;
             /* And the slices streamed through 1 or 2 stages of shared memory (the next rows' copies in flight
-               while this one reduces and stores; untimed as a rule). */
+               while this one reduces and stores; untimed as a rule), each also with the CTA's slices of the
+               COL inputs kept in shared memory across the rows it loops over (col_cache: layernorm's weight and
+               bias are twice the row's bytes read from L2 every row; untimed as a rule). */
             for (int s = 1; s <= TN_CLUSTER_MAX_STAGES && n < cap && cluster_prefetch_ok(&p, r->analysis); s++)
-                if (cluster_staged(r, &p, s, &q)) out[n++] = q;
+                if (cluster_staged(r, &p, s, &q)) {
+                    out[n++] = q;
+                    if (n < cap && cluster_col_cached(r, &q)) out[n++] = q;
+                }
             /* And the slice left in one stage of shared memory, each phase reading it there, a cluster a row
                (bench/probes, mode 4: few registers, so more CTAs an SM hide the exchange's wait; untimed as a
                rule). */

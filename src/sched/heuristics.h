@@ -30,6 +30,9 @@ int64_t tn_tma_static_smem(const tn_analysis *a, const tn_plan_desc *p);
 /* Dynamic shared memory of a cluster plan with stages: each stage holds the
    CTA's slice of one row of every ROW input, then an mbarrier per stage. */
 int64_t tn_cluster_dynamic_smem(const tn_analysis *a, const tn_plan_desc *p);
+/* Where a cluster plan's cache of its COL slices (col_cache) starts in its dynamic shared memory: after the
+   stages and their barriers, 16-byte aligned. */
+int64_t tn_cluster_col_offset(const tn_analysis *a, const tn_plan_desc *p);
 /* Makes cluster plan p its variant whose slice stays in one stage of shared
    memory, read there by every phase, a cluster a row (shared_slice; no carry,
    no prefetch, ctas_per_sm left to ptxas). */

@@ -35,7 +35,7 @@ static const field k_fields[] = {F64(rows), F64(cols), F32(vec), F32(threads_per
                                  OPT(stages, 0), OPT(smem_bytes, 0), OPT(pdl, 0), OPT(consumer_groups, 0),
                                  OPT(chunks, 1), OPT(producer_regs, 0), OPT(consumer_regs, 0), OPT(cluster, 1),
                                  OPT(ctas_per_sm, 0), OPT(prefetch, 0), OPT(carry, 0),
-                                 OPT(shared_slice, 0)};
+                                 OPT(shared_slice, 0), OPT(col_cache, 0)};
 #define NUM_FIELDS (sizeof k_fields / sizeof k_fields[0])
 
 static int64_t get(const tn_plan_desc *p, const field *f) {
@@ -288,6 +288,8 @@ int tn_plan_desc_check(const tn_plan_desc *p, const tn_analysis *a, const tn_dev
     if (p->shared_slice != 0 && (p->shared_slice != 1 || p->kind != TN_PLAN_CLUSTER || p->carry))
         REJECT("plan: shared_slice %d must be 0, or 1 in a cluster plan without carry (its phases read the slice "
                "again)", p->shared_slice);
+    if (p->col_cache != 0 && (p->col_cache != 1 || p->kind != TN_PLAN_CLUSTER || !a->col_elem_bytes))
+        REJECT("plan: col_cache %d must be 0, or 1 in a cluster plan of a fusion with a COL input", p->col_cache);
     if (p->carry != 0 && (p->carry != 1 || !tn_plan_carry_floats(p, 1)))
         REJECT("plan: carry %d must be 0, or 1 in a register, cluster or tma plan", p->carry);
     if (p->carry && !a->num_carried)

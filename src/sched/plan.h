@@ -48,6 +48,8 @@ typedef struct tn_plan_desc {
                             recomputed */
     int shared_slice;    /* cluster with stages: 1 = each CTA's slice stays in its shared-memory stage and every
                             phase reads it there (few registers, more CTAs an SM); 0 = taken into registers */
+    int col_cache;       /* cluster: 1 = each CTA loads its slice of every COL input (weight, bias) into shared
+                            memory once and every row reads it there, not from L2 */
     int pdl;             /* 1: programmatic dependent launch (sm_90+) */
     char why[1024];      /* the scheduler's reasons, one clause per decision */
 } tn_plan_desc;

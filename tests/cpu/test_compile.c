@@ -169,8 +169,11 @@ static void compile_staged(tn_context *ctx, tn_builtin op, int64_t m, int64_t n,
    stage, read back in every phase, a cluster a row) for op at [m, n] in dtype
    dt: replayed from its JSON, compiled without spills, the PTX holding the
    slice's bulk copy and the exchange's st.async, the source reading the slice
-   from its stage and never keeping it in registers. */
-static void compile_shared_slices(tn_context *ctx, tn_builtin op, tn_dtype dt, int64_t m, int64_t n, int *count) {
+   from its stage and never keeping it in registers. With `cols`, instead every
+   candidate whose COL slices are cached in shared memory (col_cache): compiled
+   without spills, each COL vector read from the cache. */
+static void compile_shared_slices(tn_context *ctx, tn_builtin op, tn_dtype dt, int64_t m, int64_t n, int cols,
+                                  int *count) {
     tn_builtin_options o = {dt, dt, dt, 0};
     tn_fusion *f = NULL;
     tn_fusion_builtin(ctx, op, &o, &f);
@@ -181,7 +184,7 @@ static void compile_shared_slices(tn_context *ctx, tn_builtin op, tn_dtype dt, i
     const int nc = tn_schedule_candidates(&req, c, 512);
     int found = 0;
     for (int k = 0; k < nc; k++) {
-        if (!c[k].shared_slice) continue;
+        if (!(cols ? c[k].col_cache : c[k].shared_slice)) continue;
         found++;
         tn_strbuf sb;
         tn_strbuf_init(&sb, NULL);
@@ -195,13 +198,20 @@ static void compile_shared_slices(tn_context *ctx, tn_builtin op, tn_dtype dt, i
             tn_resources r;
             tn_plan_resources(plan, &r);
             char *src = test_describe(plan, TN_DESCRIBE_SOURCE), *ptx = ptx_of(src);
-            CHECK(r.spill_store_bytes == 0 && r.stack_bytes == 0 && strstr(src, "b0 = r0[vl]") && !strstr(src, "bb0[") &&
-                      strstr(ptx, "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes") &&
-                      strstr(ptx, "st.async.shared::cluster"),
-                  "shared slice %s %s %lldx%lld (cluster %d x %d): %d spill bytes, read from the stage %d, kept in "
-                  "registers %d", tn_builtin_name(op), tn_dtype_name(dt), (long long)m, (long long)n, c[k].cluster,
-                  c[k].threads_per_row, r.spill_store_bytes, strstr(src, "b0 = r0[vl]") != NULL,
-                  strstr(src, "bb0[") != NULL);
+            if (cols)
+                CHECK(r.spill_store_bytes == 0 && r.stack_bytes == 0 && strstr(src, " = tn_cc") &&
+                          !strstr(src, "tn_vload(c"),
+                      "col cache %s %s %lldx%lld (cluster %d x %d, %d stages): %d spill bytes, read from the cache %d",
+                      tn_builtin_name(op), tn_dtype_name(dt), (long long)m, (long long)n, c[k].cluster,
+                      c[k].threads_per_row, c[k].stages, r.spill_store_bytes, strstr(src, " = tn_cc") != NULL);
+            else
+                CHECK(r.spill_store_bytes == 0 && r.stack_bytes == 0 && strstr(src, "b0 = r0[vl]") && !strstr(src, "bb0[") &&
+                          strstr(ptx, "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes") &&
+                          strstr(ptx, "st.async.shared::cluster"),
+                      "shared slice %s %s %lldx%lld (cluster %d x %d): %d spill bytes, read from the stage %d, kept in "
+                      "registers %d", tn_builtin_name(op), tn_dtype_name(dt), (long long)m, (long long)n, c[k].cluster,
+                      c[k].threads_per_row, r.spill_store_bytes, strstr(src, "b0 = r0[vl]") != NULL,
+                      strstr(src, "bb0[") != NULL);
             free(ptx);
             free(src);
             tn_plan_destroy(plan);
@@ -209,7 +219,8 @@ static void compile_shared_slices(tn_context *ctx, tn_builtin op, tn_dtype dt, i
         }
         free(json);
     }
-    CHECK(found > 0, "no shared-slice candidates for %s %lldx%lld", tn_builtin_name(op), (long long)m, (long long)n);
+    CHECK(found > 0, "no %s candidates for %s %lldx%lld", cols ? "col-cache" : "shared-slice", tn_builtin_name(op),
+          (long long)m, (long long)n);
     tn_fusion_destroy(f);
 }
 
@@ -385,10 +396,12 @@ void test_compile(void) {
     for (int op = 0; op < TN_BUILTIN_COUNT; op++) {
         compile_staged(ctx, (tn_builtin)op, 4096, 65536, 1, &plans);
         compile_staged(ctx, (tn_builtin)op, 512, 131072, 2, &plans);
-        compile_shared_slices(ctx, (tn_builtin)op, TN_DTYPE_BF16, 4096, 65536, &plans);
+        compile_shared_slices(ctx, (tn_builtin)op, TN_DTYPE_BF16, 4096, 65536, 0, &plans);
+        if (op != TN_BUILTIN_SOFTMAX) compile_shared_slices(ctx, (tn_builtin)op, TN_DTYPE_BF16, 4096, 65536, 1, &plans);
     }
-    compile_shared_slices(ctx, TN_BUILTIN_LAYERNORM, TN_DTYPE_F32, 1000, 32768, &plans);
-    compile_shared_slices(ctx, TN_BUILTIN_SOFTMAX, TN_DTYPE_F16, 3, 262144, &plans);
+    compile_shared_slices(ctx, TN_BUILTIN_LAYERNORM, TN_DTYPE_F32, 1000, 32768, 0, &plans);
+    compile_shared_slices(ctx, TN_BUILTIN_LAYERNORM, TN_DTYPE_F32, 1000, 32768, 1, &plans);
+    compile_shared_slices(ctx, TN_BUILTIN_SOFTMAX, TN_DTYPE_F16, 3, 262144, 0, &plans);
     check_ptx(ctx, "tma", 4096, 8192);
     check_ptx(ctx, "tma-ws", 16384, 4096);
     check_ptx(ctx, "cluster", 4096, 65536);

@@ -44,6 +44,7 @@ typedef struct gpu_case {
     int stages;      /* a cluster plan's slices through this many stages of shared memory (replayed), if > 0 */
     int shared;      /* ... with stages 1: the slice left there (shared_slice): 1 a cluster a row, in waves; 2 a
                         third of that, each cluster looping over rows; 3 as 1, compiled for 2 CTAs an SM */
+    int col_cache;   /* ... with stages (not shared): the COL slices kept in shared memory (col_cache) */
 } gpu_case;
 
 /* The plan's JSON (the caller frees it); the plan destroyed. */
@@ -89,7 +90,7 @@ static tn_status replay_with(tn_context *ctx, tn_fusion *f, int64_t rows, int64_
    memory (smem_bytes to match), or (shared) left in one stage and read there, a
    cluster a row; TN_STATUS_INTERNAL if its JSON does not parse. */
 static tn_status replay_staged(tn_context *ctx, tn_fusion *f, int64_t rows, int64_t cols, int stages, int shared,
-                               tn_plan **plan) {
+                               int col_cache, tn_plan **plan) {
     char *json = take_json(plan), err[256];
     tn_plan_desc d;
     tn_status st = TN_STATUS_INTERNAL;
@@ -103,6 +104,7 @@ static tn_status replay_staged(tn_context *ctx, tn_fusion *f, int64_t rows, int6
         } else {
             d.stages = stages;
             d.prefetch = 0;
+            d.col_cache = col_cache;
             d.smem_bytes = (int)tn_cluster_dynamic_smem(&a, &d);
         }
         tn_strbuf sb;
@@ -133,17 +135,20 @@ static int run_case(tn_context *ctx, const gpu_case *c) {
              c->set ? (c->set_off ? " -" : " +") : "", c->set ? c->set : "");
     if (c->stages) snprintf(label + strlen(label), sizeof label - strlen(label), " stages=%d", c->stages);
     if (c->shared) snprintf(label + strlen(label), sizeof label - strlen(label), " shared_slice");
+    if (c->col_cache) snprintf(label + strlen(label), sizeof label - strlen(label), " col_cache");
     tn_status st = tn_fusion_builtin(ctx, c->op, &bo, &f);
     tn_plan_options po = {0, NULL, c->kind};
     if (st == TN_STATUS_OK) st = tn_plan_create(ctx, f, c->rows, c->cols, &po, &plan);
     if (st == TN_STATUS_OK && c->set) st = replay_with(ctx, f, c->rows, c->cols, c->set, !c->set_off, &plan);
-    if (st == TN_STATUS_OK && c->stages) st = replay_staged(ctx, f, c->rows, c->cols, c->stages, c->shared, &plan);
+    if (st == TN_STATUS_OK && c->stages)
+        st = replay_staged(ctx, f, c->rows, c->cols, c->stages, c->shared, c->col_cache, &plan);
     if (st == TN_STATUS_OK) tn_gpu_plan_kind(plan, kind, sizeof kind);
     tn_check_result r;
     memset(&r, 0, sizeof r);
     /* A forced kind may refuse a shape it cannot run, saying why (a tma row beyond shared memory). */
     if ((c->kind && st == TN_STATUS_UNSUPPORTED && strstr(tn_context_last_error(ctx), c->kind)) ||
         (c->set && st == TN_STATUS_INVALID_ARGUMENT && strstr(tn_context_last_error(ctx), c->set)) ||
+        (c->col_cache && st == TN_STATUS_INVALID_ARGUMENT && strstr(tn_context_last_error(ctx), "col_cache")) ||
         (c->stages && !c->shared && st == TN_STATUS_INVALID_ARGUMENT && /* a shared slice always fits: no refusal */
          (strstr(tn_context_last_error(ctx), "stages") || strstr(tn_context_last_error(ctx), "shared memory") ||
           strstr(tn_context_last_error(ctx), "smem_bytes")))) {
@@ -162,7 +167,7 @@ static int run_case(tn_context *ctx, const gpu_case *c) {
         if (c->shared) snprintf(key, sizeof key, "\"shared_slice\": 1");
         else if (c->stages) snprintf(key, sizeof key, "\"stages\": %d", c->stages);
         else snprintf(key, sizeof key, "\"%s\": %d", c->set, !c->set_off);
-        if (!described_ok || !strstr(described, key))
+        if (!described_ok || !strstr(described, key) || (c->col_cache && !strstr(described, "\"col_cache\": 1")))
             bad = "the plan that ran does not have the field set", st = TN_STATUS_INTERNAL;
         /* A shared slice launches the grid it was given: a cluster a row (in waves) or a third of that (looping). */
         long long grid;
@@ -196,13 +201,17 @@ static int run_case(tn_context *ctx, const gpu_case *c) {
 
 /* A cluster plan whose slices stay in shared memory, every op (the sanitizers'
    shape of it: few rows, one padded, each cluster looping over three rows so
-   the stage is refilled). */
+   the stage is refilled); and one whose COL slices are cached in shared
+   memory (layernorm: weight and bias), its rows streamed through a stage. */
 static void run_shared_slices(tn_context *ctx) {
     for (int op = 0; op < TN_BUILTIN_COUNT; op++) {
         gpu_case c = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 257, 32768, "cluster", op == 1 ? 8 : 0,
                       0, NULL, 0, 1, 2};
         run_case(ctx, &c);
     }
+    gpu_case c = {TN_BUILTIN_LAYERNORM, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 1, 257, 32768, "cluster", 8, 0, NULL,
+                  0, 1, 0, 1};
+    run_case(ctx, &c);
 }
 
 /* Launch-time errors must be reported, never crash or write. */
@@ -714,6 +723,12 @@ int main(int argc, char **argv) {
                     gpu_case c = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, staged[i][0],
                                   staged[i][1], "cluster", staged[i][2], 0, NULL, 0, st < 3 ? st : 1, st < 3 ? 0 : st - 2};
                     run_case(ctx, &c);
+                    /* ... and with each CTA's COL slices cached in shared memory (softmax has none: refused) */
+                    if (st < 3) {
+                        c.col_cache = 1;
+                        run_case(ctx, &c);
+                        c.col_cache = 0;
+                    }
                     if (st > 3 || staged[i][1] > 65536) continue;
                     c.in = c.w = c.out = TN_DTYPE_F32;
                     run_case(ctx, &c);
