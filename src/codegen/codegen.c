@@ -636,21 +636,26 @@ static void ws_reduce(gen *g, int k) {
 
 /* col_cache: the CTA's slice of each COL input into shared memory (after the
    stages), once for all the rows the CTA takes. Each thread loads the vectors
-   it reads back later (vl = p T + tr), so no barrier is needed. */
+   it reads back later (vl = p T + tr), so no barrier is needed. The widest
+   dtypes first: a slice of NVL x V elements of a narrower one may end off its
+   successor's vector alignment (f16 then f32 at V 4 and odd NVL: 8 bytes). */
 static void cluster_cache_cols(gen *g) {
     const tn_fusion *f = g->f;
     if (!g->p->stages) tn_strbuf_append(g->sb, "    extern __shared__ __align__(128) unsigned char tn_smem[];\n");
     int64_t offset = tn_cluster_col_offset(g->a, g->p);
-    for (int i = 0; i < f->num_nodes; i++) {
-        const tn_node *n = &f->nodes[i];
-        if (!g->a->used[i] || n->kind != TN_OP_INPUT || n->shape != TN_SHAPE_COL) continue;
-        const char *st = k_dtype_code[n->dtype].storage;
-        tn_strbuf_printf(g->sb,
-                         "    tn_vec<%s, V> *tn_cc%d = reinterpret_cast<tn_vec<%s, V> *>(tn_smem + %lldu);  // this "
-                         "CTA's slice of %s\n"
-                         "    for (int vl = tr; vl < NVL; vl += T) tn_vload(tn_cc%d[vl], in%d + (long long)(VB + vl) * V);\n",
-                         st, i, st, (long long)offset, n->name ? n->name : "a COL input", i, n->io_index);
-        offset += g->p->cols / g->p->cluster * (int64_t)tn_dtype_size(n->dtype);
+    for (int size = 8; size >= 1; size /= 2) {
+        for (int i = 0; i < f->num_nodes; i++) {
+            const tn_node *n = &f->nodes[i];
+            if (!g->a->used[i] || n->kind != TN_OP_INPUT || n->shape != TN_SHAPE_COL) continue;
+            if ((int)tn_dtype_size(n->dtype) != size) continue;
+            const char *st = k_dtype_code[n->dtype].storage;
+            tn_strbuf_printf(g->sb,
+                             "    tn_vec<%s, V> *tn_cc%d = reinterpret_cast<tn_vec<%s, V> *>(tn_smem + %lldu);  // this "
+                             "CTA's slice of %s\n"
+                             "    for (int vl = tr; vl < NVL; vl += T) tn_vload(tn_cc%d[vl], in%d + (long long)(VB + vl) * V);\n",
+                             st, i, st, (long long)offset, n->name ? n->name : "a COL input", i, n->io_index);
+            offset += g->p->cols / g->p->cluster * (int64_t)tn_dtype_size(n->dtype);
+        }
     }
 }
 

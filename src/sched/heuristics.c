@@ -1273,11 +1273,12 @@ static int check_cluster(const tn_plan_desc *p, const tn_analysis *a, const tn_d
         REJECT("plan: stages need a ROW input, 16-byte aligned rows and 16-byte vectors of every row input, and no "
                "L2 prefetch (align_bytes %d, vec %d, prefetch %d)", p->align_bytes, p->vec, p->prefetch);
     if (p->smem_bytes != tn_cluster_dynamic_smem(a, p))
-        REJECT("plan: smem_bytes %d is not what %d stages of a slice need (%lld)", p->smem_bytes, p->stages,
-               (long long)tn_cluster_dynamic_smem(a, p));
+        REJECT("plan: smem_bytes %d is not what %d stages of a slice (and the COL slices, col_cache %d) need (%lld)",
+               p->smem_bytes, p->stages, p->col_cache, (long long)tn_cluster_dynamic_smem(a, p));
     if (p->smem_bytes && p->smem_bytes + cluster_static_smem(a, p) > d->smem_per_block_optin)
-        REJECT("plan: %d stages of a slice and the exchange's %lld bytes of shared memory are above the device's %d "
-               "per CTA", p->stages, (long long)cluster_static_smem(a, p), d->smem_per_block_optin);
+        REJECT("plan: %d stages of a slice (and the COL slices, col_cache %d) and the exchange's %lld bytes of "
+               "shared memory are above the device's %d per CTA", p->stages, p->col_cache,
+               (long long)cluster_static_smem(a, p), d->smem_per_block_optin);
     if ((int64_t)p->threads_per_row * p->batch < nv / p->cluster)
         REJECT("plan: threads_per_row %d x batch %d vectors do not cover a slice of %lld vectors", p->threads_per_row,
                p->batch, (long long)(nv / p->cluster));

@@ -27,8 +27,9 @@ int tn_kind_check(const tn_plan_desc *p, const tn_analysis *a, const tn_device_p
 /* Shared memory of a tma plan's CTA: the ring (dynamic) and the reduction scratch (static). */
 int64_t tn_tma_dynamic_smem(const tn_analysis *a, const tn_plan_desc *p);
 int64_t tn_tma_static_smem(const tn_analysis *a, const tn_plan_desc *p);
-/* Dynamic shared memory of a cluster plan with stages: each stage holds the
-   CTA's slice of one row of every ROW input, then an mbarrier per stage. */
+/* Dynamic shared memory of a cluster plan: its stages (each the CTA's slice of
+   one row of every ROW input), an mbarrier per stage, then, with col_cache,
+   from a 16-byte boundary, the CTA's slice of every COL input. */
 int64_t tn_cluster_dynamic_smem(const tn_analysis *a, const tn_plan_desc *p);
 /* Where a cluster plan's cache of its COL slices (col_cache) starts in its dynamic shared memory: after the
    stages and their barriers, 16-byte aligned. */
