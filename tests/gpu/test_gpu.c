@@ -213,6 +213,8 @@ static void run_shared_slices(tn_context *ctx) {
     gpu_case c = {TN_BUILTIN_LAYERNORM, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 1, 257, 32768, "cluster", 8, 0, NULL,
                   0, 1, 0, 1};
     run_case(ctx, &c);
+    c.w = TN_DTYPE_F32; /* f32 weight and bias beside bf16 rows: slices of two widths in the cache */
+    run_case(ctx, &c);
 }
 
 /* Launch-time errors must be reported, never crash or write. */
@@ -733,6 +735,10 @@ int main(int argc, char **argv) {
                     if (st > 3 || staged[i][1] > 65536) continue;
                     c.in = c.w = c.out = TN_DTYPE_F32;
                     run_case(ctx, &c);
+                    if (st < 3) {
+                        c.col_cache = 1;
+                        run_case(ctx, &c);
+                    }
                 }
         /* The cluster plan over long rows and few rows: N in {4096, 65536, 65537 (refused: odd), 131072,
            262144} x M in {1, 3, 64, 1000}, every op, bf16 and (where a slice fits) f16 and f32. */
