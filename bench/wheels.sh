@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Downloads the peers' wheels for the device's Python (CPython 3.12, manylinux
 # x86_64) into .whl/all (git-ignored), then packs them into carry bundles
-# .whl/b1, .whl/b2, ... of at most 60 MiB each, splitting any larger wheel into
-# parts. On the device, `bench/peers.sh stash .whl/bK` per call and then
+# .whl/b1, .whl/b2, ... of at most 48 MiB each, splitting any larger wheel into
+# parts: a device call carries at most 64 MiB, the working tree included
+# (about 11 MiB; a 60 MiB bundle was refused). On the device, `bench/peers.sh stash .whl/bK` per call and then
 # `bench/peers.sh install` reassemble and install them (see bench/README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,13 +31,13 @@ fi
 get nvfuser-cu130 2>/dev/null || echo "wheels.sh: nvfuser-cu130: no matching distribution (recorded by compare.py)"
 
 rm -rf .whl/b[0-9]*
-limit=$((60 * 1024 * 1024))
+limit=$((48 * 1024 * 1024))
 n=1; used=0
 mkdir -p .whl/b1
 for f in $(ls -S "$all"/*.whl); do
   size=$(stat -c %s "$f")
   if [ "$size" -gt "$limit" ]; then
-    split -b 50M -d "$f" "/tmp/$(basename "$f").part-"
+    split -b 40M -d "$f" "/tmp/$(basename "$f").part-"
     for part in /tmp/$(basename "$f").part-*; do
       psize=$(stat -c %s "$part")
       if [ $((used + psize)) -gt "$limit" ]; then n=$((n + 1)); used=0; mkdir -p .whl/b$n; fi
