@@ -72,6 +72,15 @@ static void persistent_clusters(tn_plan *plan, const tn_plan_desc *desc, tn_vari
     if (active > 0) l->grid = (active < groups ? active : groups) * l->cluster;
 }
 
+/* Appends a clause to desc's why. */
+__attribute__((format(printf, 2, 3))) static void add_why(tn_plan_desc *desc, const char *fmt, ...) {
+    const size_t len = strlen(desc->why);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(desc->why + len, sizeof desc->why - len, fmt, ap);
+    va_end(ap);
+}
+
 /* Generates and compiles desc's kernel (or finds it in the cache). */
 static tn_status compile_desc(tn_plan *plan, const tn_plan_desc *desc, char **source, tn_kernel **k, int *compiled) {
     tn_context *ctx = plan->ctx;
@@ -112,9 +121,8 @@ static tn_status build_variant(tn_plan *plan, tn_variant *var, const tn_plan_des
         tn_cache_release(ctx, k);
         tn_free(&ctx->base.alloc, source);
         desc->ctas_per_sm = next;
-        const size_t len = strlen(desc->why);
-        snprintf(desc->why + len, sizeof desc->why - len, "%scompiled for %d CTAs an SM: ptxas spilled %d bytes at %d "
-                 "registers", len ? "; " : "", next, spilled, regs);
+        add_why(desc, "%scompiled for %d CTAs an SM: ptxas spilled %d bytes at %d registers", desc->why[0] ? "; " : "",
+                next, spilled, regs);
         st = compile_desc(plan, desc, &source, &k, &compiled);
         if (st != TN_STATUS_OK) return st;
     }
@@ -176,14 +184,8 @@ static void release_variant(tn_context *ctx, tn_variant *var) {
     var->kernel = NULL;
 }
 
-/* Puts the built variant `other` in var's place, its why saying what was passed over and why. */
-__attribute__((format(printf, 4, 5))) static void adopt_variant(tn_plan *plan, tn_variant *var, tn_variant *other,
-                                                                 const char *fmt, ...) {
-    const size_t len = strlen(other->desc.why);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(other->desc.why + len, sizeof other->desc.why - len, fmt, ap);
-    va_end(ap);
+/* Puts the built variant `other` in var's place; its why (add_why) says what was passed over and why. */
+static void adopt_variant(tn_plan *plan, tn_variant *var, tn_variant *other) {
     release_variant(plan->ctx, var);
     move_variant(var, other);
 }
@@ -251,8 +253,9 @@ static tn_status schedule_build(tn_plan *plan, tn_variant *var, int align, int k
             release_variant(plan->ctx, &other);
             break;
         }
-        adopt_variant(plan, var, &other, "; clusters of %d passed over: the driver runs %lld at once, under the %lld "
-                      "rows", desc.cluster, (long long)(var->launches[0].grid / desc.cluster), (long long)plan->rows);
+        add_why(&other.desc, "; clusters of %d passed over: the driver runs %lld at once, under the %lld rows",
+                desc.cluster, (long long)(var->launches[0].grid / desc.cluster), (long long)plan->rows);
+        adopt_variant(plan, var, &other);
         desc = next;
         max_cluster = req.max_cluster;
     }
@@ -271,12 +274,12 @@ static tn_status schedule_build(tn_plan *plan, tn_variant *var, int align, int k
         memset(&other, 0, sizeof other);
         if (tn_schedule(&req, &next, err, sizeof err) && build_alternative(plan, &other, &next) == TN_STATUS_OK) {
             if (spill_bytes(&other) <= spill_bytes(var)) {
-                adopt_variant(plan, var, &other, "; shared slices passed over: ptxas left them %d CTA%s an SM",
-                              tn_plan_bound_ctas(&var->desc), tn_plan_bound_ctas(&var->desc) == 1 ? "" : "s");
+                add_why(&other.desc, "; shared slices passed over: ptxas left them %d CTA%s an SM",
+                        tn_plan_bound_ctas(&var->desc), tn_plan_bound_ctas(&var->desc) == 1 ? "" : "s");
+                adopt_variant(plan, var, &other);
             } else {
-                const size_t len = strlen(var->desc.why);
-                snprintf(var->desc.why + len, sizeof var->desc.why - len, "; shared slices kept: the %s plan without "
-                         "them spilled %d bytes", tn_plan_kind_name(other.desc.kind), spill_bytes(&other));
+                add_why(&var->desc, "; shared slices kept: the %s plan without them spilled %d bytes",
+                        tn_plan_kind_name(other.desc.kind), spill_bytes(&other));
                 release_variant(plan->ctx, &other);
             }
         }
@@ -293,8 +296,9 @@ static tn_status schedule_build(tn_plan *plan, tn_variant *var, int align, int k
         release_variant(plan->ctx, &other);
         return TN_STATUS_OK;
     }
-    adopt_variant(plan, var, &other, "; the %s plan passed over: ptxas spilled %d bytes in it at %d registers",
-                  tn_plan_kind_name(var->desc.kind), var->kernel->res.spill_store_bytes, var->kernel->res.registers);
+    add_why(&other.desc, "; the %s plan passed over: ptxas spilled %d bytes in it at %d registers",
+            tn_plan_kind_name(var->desc.kind), var->kernel->res.spill_store_bytes, var->kernel->res.registers);
+    adopt_variant(plan, var, &other);
     return TN_STATUS_OK;
 }
 

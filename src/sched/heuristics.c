@@ -996,13 +996,11 @@ static int pair_for_levels(const tn_schedule_request *r, const tn_plan_desc *reg
     return 1;
 }
 
-/* q: cluster plan p with its slices streamed through `stages` stages of
-   shared memory, its CTAs an SM capped by what shared memory holds with them
-   (one: left to ptxas), its grid made again; 0 where the stages do not fit or
-   a cluster would take one row (nothing to stream). */
-static int cluster_staged(const tn_schedule_request *r, const tn_plan_desc *p, int stages, tn_plan_desc *q) {
-    *q = *p;
-    q->stages = stages;
+/* Cluster plan q after its shared memory changed (stages, col_cache): its
+   smem_bytes, its CTAs an SM capped by what shared memory holds (one: left to
+   ptxas), its grid made again; 0 where it does not fit or a cluster would take
+   one row (nothing to stream, nothing to keep across rows). */
+static int cluster_refit(const tn_schedule_request *r, tn_plan_desc *q) {
     q->smem_bytes = (int)min_i64(tn_cluster_dynamic_smem(r->analysis, q), 0x7fffffff);
     if (q->smem_bytes + cluster_static_smem(r->analysis, q) > r->props->smem_per_block_optin) return 0;
     if (q->ctas_per_sm > slice_ctas_an_sm(r, q)) q->ctas_per_sm = (int)slice_ctas_an_sm(r, q);
@@ -1011,19 +1009,21 @@ static int cluster_staged(const tn_schedule_request *r, const tn_plan_desc *p, i
     return r->rows > q->grid / q->cluster;
 }
 
-/* q with its COL slices cached in shared memory (col_cache), its CTAs an SM
-   capped by what shared memory then holds; 0 (q untouched) where the fusion
-   has no COL input, q does not loop over rows, or the cache does not fit. */
+/* q: cluster plan p with its slices streamed through `stages` stages of
+   shared memory (cluster_refit); 0 where that does not fit or loop. */
+static int cluster_staged(const tn_schedule_request *r, const tn_plan_desc *p, int stages, tn_plan_desc *q) {
+    *q = *p;
+    q->stages = stages;
+    return cluster_refit(r, q);
+}
+
+/* q with its COL slices cached in shared memory (col_cache, cluster_refit);
+   0 (q untouched) where the fusion has no COL input, q's slices stay in shared
+   memory, or the cache does not fit or q would not loop over rows. */
 static int cluster_col_cached(const tn_schedule_request *r, tn_plan_desc *q) {
     tn_plan_desc c = *q;
-    if (!r->analysis->col_elem_bytes || q->shared_slice || r->rows <= q->grid / q->cluster) return 0;
     c.col_cache = 1;
-    c.smem_bytes = (int)min_i64(tn_cluster_dynamic_smem(r->analysis, &c), 0x7fffffff);
-    if (c.smem_bytes + cluster_static_smem(r->analysis, &c) > r->props->smem_per_block_optin) return 0;
-    if (c.ctas_per_sm > slice_ctas_an_sm(r, &c)) c.ctas_per_sm = (int)slice_ctas_an_sm(r, &c);
-    if (c.ctas_per_sm == 1) c.ctas_per_sm = 0;
-    c.grid = cluster_grid(r, &c);
-    if (r->rows <= c.grid / c.cluster) return 0;
+    if (!r->analysis->col_elem_bytes || q->shared_slice || !cluster_refit(r, &c)) return 0;
     *q = c;
     return 1;
 }
