@@ -1028,6 +1028,17 @@ static int cluster_col_cached(const tn_schedule_request *r, tn_plan_desc *q) {
     return 1;
 }
 
+/* Clusters that loop over rows keep each CTA's slices of the COL inputs
+   (weight, bias) in shared memory, loaded once (col_cache), instead of reading
+   them again from L2 for every row: layernorm's weight and bias are as many
+   bytes again as a bf16 row. tune on the H200 (bf16, 2026-12-04), the same
+   plan with and without: layernorm 4096 x 65536 over 2 CTAs of 256 x 16, one
+   stage, 281.9 us against 309.0; 16384 x 65536 1098.8 against 1230.7 (every
+   candidate faster than the scheduler's then cached its COL slices). p
+   untouched where the fusion has no COL input, the cache does not fit or a
+   cluster takes one row (cluster_col_cached). */
+static void cache_cols(const tn_schedule_request *r, tn_plan_desc *p) { (void)cluster_col_cached(r, p); }
+
 /* A persistent cluster plan whose clusters loop over rows streams them
    through one stage of shared memory: the next row's slice is copied while
    this one reduces and stores, as the tma ring does. tune on the H200 (bf16,
@@ -1233,12 +1244,15 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
     /* Not for few rows (a cluster a row, where the driver places them all), nor forced: a forced cluster plan is
        the base that tune's candidates and the tests vary. */
     if (!few && !forced) stream_next_rows(r, p);
+    if (!few && !forced) cache_cols(r, p);
     why(p, "cluster: each row split over %d CTAs of %d threads, %d vectors each held in registers (%lld bytes a CTA); "
         "reductions meet through distributed shared memory", cl, p->threads_per_row, p->batch,
         (long long)(row_bytes / cl));
     why_persistent_clusters(p);
     if (p->stages)
         why(p, "each cluster's next row streamed into one stage of shared memory while it reduces this one");
+    if (p->col_cache)
+        why(p, "each CTA's slices of the COL inputs loaded once into shared memory, read there for every row");
     if (p->ctas_per_sm && heavy)
         why(p, "compiled for %d CTAs an SM: special functions in %d phases keep each CTA computing long, more CTAs "
             "overlap one's loads with another's work", p->ctas_per_sm, a->special_evals);
@@ -1293,6 +1307,9 @@ static int candidates_cluster(const tn_schedule_request *r, const tn_plan_desc *
             tn_plan_desc p = *base;
             if (ceil_div(base->cols / base->vec / cl, t) > 32 || !cluster_shape(r, &p, cl, t)) continue;
             out[n++] = p;
+            /* Beside each, its COL slices cached in shared memory (below, also beside the staged ones). */
+            tn_plan_desc c = p;
+            if (n < cap && cluster_col_cached(r, &c)) out[n++] = c;
             /* Beside each: the L2 prefetch of the next row (tune: softmax 4096 x 131072 694 us against 749 at
                one CTA an SM, 656 against 604 at three), and the launch bound for the CTAs an SM the registers
                allow where the scheduler leaves it to ptxas, or without it where the scheduler sets it. */

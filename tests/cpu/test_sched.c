@@ -298,6 +298,17 @@ static void test_decisions(tn_context *ctx) {
                   p.threads_per_row == 256 && p.batch == 8 && p.ctas_per_sm == 2 && strstr(p.why, "reduction levels"),
               "layernorm %lldx32768: 2 CTAs of 256 x 8, 2 an SM: %s", (long long)req.rows, p.why);
     }
+    /* Rows one CTA's registers cannot hold: clusters loop over them, streamed, each CTA's slices of weight and
+       bias loaded once into shared memory (tune: 4096 x 65536 281.9 us against 309.0 reading them from L2). */
+    const int64_t streamed[] = {4096, 16384, 1000};
+    for (int i = 0; i < 3; i++) {
+        req.rows = streamed[i];
+        req.cols = 65536;
+        CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.stages == 1 && p.col_cache &&
+                  p.smem_bytes == tn_cluster_dynamic_smem(&a, &p) && p.grid / p.cluster < req.rows &&
+                  strstr(p.why, "COL inputs loaded once"),
+              "layernorm %lldx65536: streamed, COL slices cached: %s", (long long)req.rows, p.why);
+    }
     req.rows = 4096;
     req.cols = 16384;
     CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_REGISTER, "layernorm bf16 4096x16384: %s",
@@ -422,11 +433,12 @@ static void test_decisions(tn_context *ctx) {
           "rmsnorm 4096x131072: shared slices over 4 CTAs of 256: %s", p.why);
     rl.rows = 512; /* under 8 waves: a persistent cluster in registers, the smallest at one CTA an SM, streamed */
     CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 4 &&
-              p.threads_per_row == 256 && !p.shared_slice && p.stages == 1 && p.smem_bytes == 131072 / 4 * 2 + 8 &&
-              p.grid / p.cluster < 512 && strstr(p.why, "next row streamed"),
-          "rmsnorm 512x131072: cluster of 4 x 256, one stage: %s", p.why);
-    rl.rows = 64; /* few rows: a cluster a row, nothing to stream */
-    CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.stages == 0,
+              p.threads_per_row == 256 && !p.shared_slice && p.stages == 1 && p.col_cache &&
+              p.smem_bytes == (131072 / 4 * 2 + 8 + 15) / 16 * 16 + 131072 / 4 * 2 && p.grid / p.cluster < 512 &&
+              strstr(p.why, "next row streamed") && strstr(p.why, "COL inputs loaded once"),
+          "rmsnorm 512x131072: cluster of 4 x 256, one stage, the weight's slices cached: %s", p.why);
+    rl.rows = 64; /* few rows: a cluster a row, nothing to stream, nothing to keep across rows */
+    CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.stages == 0 && !p.col_cache,
           "rmsnorm 64x131072: no stage: %s", p.why);
     rl.rows = 512;
     tn_schedule_request forced = rl; /* a forced cluster plan is the base tune and the tests vary: no stage */
