@@ -979,6 +979,8 @@ static void why_persistent_clusters(tn_plan_desc *p) {
    layernorm's 256 x 16), f32 ones once (102: two CTAs an SM already; f32
    4096 x 16384 139.2 us over the cluster, 134.1 in the register plan). 0 (p
    untouched) where no such split leaves 2 CTAs an SM. */
+static void cache_cols(const tn_schedule_request *r, tn_plan_desc *p);
+
 static int pair_for_levels(const tn_schedule_request *r, const tn_plan_desc *reg, tn_plan_desc *p) {
     const tn_analysis *a = r->analysis;
     if (a->num_levels < 2 || a->special_evals >= 2 || a->buffer_elem_bytes >= 4 ||
@@ -993,6 +995,7 @@ static int pair_for_levels(const tn_schedule_request *r, const tn_plan_desc *reg
         "CTAs of %d threads, %d vectors each held in registers, compiled for %d CTAs an SM so that one's loads "
         "overlap another's reductions", a->num_levels, p->threads_per_row, p->batch, p->ctas_per_sm);
     why_persistent_clusters(p);
+    cache_cols(r, p);
     return 1;
 }
 
@@ -1034,10 +1037,15 @@ static int cluster_col_cached(const tn_schedule_request *r, tn_plan_desc *q) {
    bytes again as a bf16 row. tune on the H200 (bf16, 2026-12-04), the same
    plan with and without: layernorm 4096 x 65536 over 2 CTAs of 256 x 16, one
    stage, 281.9 us against 309.0; 16384 x 65536 1098.8 against 1230.7 (every
-   candidate faster than the scheduler's then cached its COL slices). p
-   untouched where the fusion has no COL input, the cache does not fit or a
-   cluster takes one row (cluster_col_cached). */
-static void cache_cols(const tn_schedule_request *r, tn_plan_desc *p) { (void)cluster_col_cached(r, p); }
+   candidate faster than the scheduler's then cached its COL slices); over 2
+   CTAs of 256 x 8 at 2 an SM (pair_for_levels), 4096 x 32768 142.0 against
+   145.4, 16384 x 32768 551.8 against 562.0. p untouched where the fusion has
+   no COL input, the cache does not fit or a cluster takes one row
+   (cluster_col_cached). */
+static void cache_cols(const tn_schedule_request *r, tn_plan_desc *p) {
+    if (cluster_col_cached(r, p))
+        why(p, "each CTA's slices of the COL inputs loaded once into shared memory, read there for every row");
+}
 
 /* A persistent cluster plan whose clusters loop over rows streams them
    through one stage of shared memory: the next row's slice is copied while
@@ -1244,15 +1252,13 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
     /* Not for few rows (a cluster a row, where the driver places them all), nor forced: a forced cluster plan is
        the base that tune's candidates and the tests vary. */
     if (!few && !forced) stream_next_rows(r, p);
-    if (!few && !forced) cache_cols(r, p);
     why(p, "cluster: each row split over %d CTAs of %d threads, %d vectors each held in registers (%lld bytes a CTA); "
         "reductions meet through distributed shared memory", cl, p->threads_per_row, p->batch,
         (long long)(row_bytes / cl));
     why_persistent_clusters(p);
     if (p->stages)
         why(p, "each cluster's next row streamed into one stage of shared memory while it reduces this one");
-    if (p->col_cache)
-        why(p, "each CTA's slices of the COL inputs loaded once into shared memory, read there for every row");
+    if (!few && !forced) cache_cols(r, p);
     if (p->ctas_per_sm && heavy)
         why(p, "compiled for %d CTAs an SM: special functions in %d phases keep each CTA computing long, more CTAs "
             "overlap one's loads with another's work", p->ctas_per_sm, a->special_evals);
