@@ -967,38 +967,6 @@ static void why_persistent_clusters(tn_plan_desc *p) {
         (long long)(p->grid / p->cluster));
 }
 
-/* Rows of a fusion of two or more reduction levels without special functions
-   in two phases, whose registers leave the register plan one CTA an SM: each
-   level's reduction idles the SM's only CTA. Split over a cluster of 2, at most
-   TN_REG_BATCH_LONG vectors a thread, compiled for 2 CTAs an SM, one CTA's
-   loads overlap the other's reductions (tune, H200, bf16 layernorm, over 2 CTAs
-   of 256 x 8 at 2 an SM against the register plan's 256 x 16 at one: 4096 x
-   32768 145.4 us against 152.6, 16384 x 32768 562.2 against 591.3, twice
-   measured; rmsnorm, one level, stays: 545.5 against 531.7). Rows of 16-bit
-   elements only: ptxas keeps them packed and widened (254 registers for
-   layernorm's 256 x 16), f32 ones once (102: two CTAs an SM already; f32
-   4096 x 16384 139.2 us over the cluster, 134.1 in the register plan). 0 (p
-   untouched) where no such split leaves 2 CTAs an SM. */
-static void cache_cols(const tn_schedule_request *r, tn_plan_desc *p);
-
-static int pair_for_levels(const tn_schedule_request *r, const tn_plan_desc *reg, tn_plan_desc *p) {
-    const tn_analysis *a = r->analysis;
-    if (a->num_levels < 2 || a->special_evals >= 2 || a->buffer_elem_bytes >= 4 ||
-        ctas_an_sm(r->props, row_regs(r, reg->vec, reg->batch), reg->block_threads) >= 2)
-        return 0;
-    tn_plan_desc q = *p;
-    if (!cluster_fit(r, &q, 2, slice_batch(a, TN_REG_BATCH_LONG), 2) || !(q.ctas_per_sm = bound_ctas(r, &q)))
-        return 0;
-    q.grid = cluster_grid(r, &q);
-    *p = q;
-    why(p, "cluster: %d reduction levels would each idle the register plan's one CTA an SM: each row split over 2 "
-        "CTAs of %d threads, %d vectors each held in registers, compiled for %d CTAs an SM so that one's loads "
-        "overlap another's reductions", a->num_levels, p->threads_per_row, p->batch, p->ctas_per_sm);
-    why_persistent_clusters(p);
-    cache_cols(r, p);
-    return 1;
-}
-
 /* Cluster plan q after its shared memory changed (stages, col_cache): its
    smem_bytes, its CTAs an SM capped by what shared memory holds (one: left to
    ptxas), its grid made again; 0 where it does not fit or a cluster would take
@@ -1045,6 +1013,60 @@ static int cluster_col_cached(const tn_schedule_request *r, tn_plan_desc *q) {
 static void cache_cols(const tn_schedule_request *r, tn_plan_desc *p) {
     if (cluster_col_cached(r, p))
         why(p, "each CTA's slices of the COL inputs loaded once into shared memory, read there for every row");
+}
+
+/* Rows of a fusion of two or more reduction levels without special functions
+   in two phases, whose registers leave the register plan one CTA an SM: each
+   level's reduction idles the SM's only CTA. Split over a cluster of 2 whose
+   clusters loop over the rows, streamed: the next two rows' slices in flight
+   in two stages of shared memory while this one reduces, the COL slices
+   cached (cache_cols), one CTA an SM of the fewest threads from 128 that keep
+   at most TN_REG_BATCH_TARGET vectors each (every level's reduction waits on
+   every warp: more warps of fewer vectors each shorten that wait). tune on
+   the H200 (bf16 layernorm, 2026-12-04, the COL slices cached in all):
+   4096 x 32768 135.6 us over 2 CTAs of 512 x 4 against 142.0 for the pair
+   below, 148.5 (screened) with one stage, 149.6 (screened) at 256 x 8 with
+   two; 16384 x 32768 531.7 against 551.8. Where the stages do not fit, the
+   pair: at most TN_REG_BATCH_LONG vectors a thread, compiled for 2 CTAs an SM,
+   one CTA's loads overlapping the other's reductions (against the register
+   plan's 256 x 16 at one: 4096 x 32768 145.4 us against 152.6, 16384 x 32768
+   562.2 against 591.3, twice measured; rmsnorm, one level, stays: 545.5
+   against 531.7). Rows of 16-bit elements only: ptxas keeps them packed and
+   widened (254 registers for layernorm's 256 x 16), f32 ones once (102: two
+   CTAs an SM already; f32 4096 x 16384 139.2 us over the cluster, 134.1 in
+   the register plan). 0 (p untouched) where neither fits. */
+static int stream_for_levels(const tn_schedule_request *r, tn_plan_desc *p) {
+    tn_plan_desc q = *p, s;
+    if (!cluster_fit(r, &q, 2, TN_REG_BATCH_TARGET, 1) || !cluster_prefetch_ok(&q, r->analysis) ||
+        !cluster_staged(r, &q, 2, &s) || !cluster_col_cached(r, &s) || s.ctas_per_sm > 1 ||
+        slice_ctas_an_sm(r, &s) != 1)
+        return 0;
+    *p = s;
+    why(p, "cluster: %d reduction levels would each idle the register plan's one CTA an SM: each row split over 2 "
+        "CTAs of %d threads, %d vectors each, one CTA an SM", r->analysis->num_levels, p->threads_per_row, p->batch);
+    why_persistent_clusters(p);
+    why(p, "each cluster's next two rows streamed into two stages of shared memory while it reduces this one");
+    why(p, "each CTA's slices of the COL inputs loaded once into shared memory, read there for every row");
+    return 1;
+}
+
+static int pair_for_levels(const tn_schedule_request *r, const tn_plan_desc *reg, tn_plan_desc *p) {
+    const tn_analysis *a = r->analysis;
+    if (a->num_levels < 2 || a->special_evals >= 2 || a->buffer_elem_bytes >= 4 ||
+        ctas_an_sm(r->props, row_regs(r, reg->vec, reg->batch), reg->block_threads) >= 2)
+        return 0;
+    if (stream_for_levels(r, p)) return 1;
+    tn_plan_desc q = *p;
+    if (!cluster_fit(r, &q, 2, slice_batch(a, TN_REG_BATCH_LONG), 2) || !(q.ctas_per_sm = bound_ctas(r, &q)))
+        return 0;
+    q.grid = cluster_grid(r, &q);
+    *p = q;
+    why(p, "cluster: %d reduction levels would each idle the register plan's one CTA an SM: each row split over 2 "
+        "CTAs of %d threads, %d vectors each held in registers, compiled for %d CTAs an SM so that one's loads "
+        "overlap another's reductions", a->num_levels, p->threads_per_row, p->batch, p->ctas_per_sm);
+    why_persistent_clusters(p);
+    cache_cols(r, p);
+    return 1;
 }
 
 /* A persistent cluster plan whose clusters loop over rows streams them

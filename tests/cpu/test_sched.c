@@ -288,15 +288,17 @@ static void test_decisions(tn_context *ctx) {
     CHECK(tn_schedule(&req, &p, err, sizeof err) && p.ctas_per_sm == 0, "layernorm 100000x4096: ctas_per_sm %d",
           p.ctas_per_sm);
     /* Two reduction levels over 16-bit rows that leave the register plan one CTA an SM (64 KiB): a cluster of 2
-       at 2 CTAs an SM, from a quarter of the SMs in rows up; f32 rows of the same bytes and rmsnorm's one level
-       stay in the register plan. */
+       looping over the rows, from a quarter of the SMs in rows up, at one CTA an SM of 512 x 4, two stages, the
+       COL slices cached (stream_for_levels); f32 rows of the same bytes and rmsnorm's one level stay in the
+       register plan. */
     const int64_t paired[] = {4096, 16384, 200};
     for (int i = 0; i < 3; i++) {
         req.rows = paired[i];
         req.cols = 32768;
         CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 2 &&
-                  p.threads_per_row == 256 && p.batch == 8 && p.ctas_per_sm == 2 && strstr(p.why, "reduction levels"),
-              "layernorm %lldx32768: 2 CTAs of 256 x 8, 2 an SM: %s", (long long)req.rows, p.why);
+                  p.threads_per_row == 512 && p.batch == 4 && p.stages == 2 && p.col_cache && p.ctas_per_sm == 0 &&
+                  p.grid == 132 && strstr(p.why, "reduction levels"),
+              "layernorm %lldx32768: 2 CTAs of 512 x 4, two stages: %s", (long long)req.rows, p.why);
     }
     /* Rows one CTA's registers cannot hold: clusters loop over them, streamed, each CTA's slices of weight and
        bias loaded once into shared memory (tune: 4096 x 65536 281.9 us against 309.0 reading them from L2). */
