@@ -967,6 +967,14 @@ static void why_persistent_clusters(tn_plan_desc *p) {
         (long long)(p->grid / p->cluster));
 }
 
+static void why_streamed(tn_plan_desc *p) {
+    if (p->stages == 1)
+        why(p, "each cluster's next row streamed into one stage of shared memory while it reduces this one");
+    else if (p->stages > 1)
+        why(p, "each cluster's next rows streamed into %d stages of shared memory while it reduces this one",
+            p->stages);
+}
+
 /* Cluster plan q after its shared memory changed (stages, col_cache): its
    smem_bytes, its CTAs an SM capped by what shared memory holds (one: left to
    ptxas), its grid made again; 0 where it does not fit or a cluster would take
@@ -1045,7 +1053,7 @@ static int stream_for_levels(const tn_schedule_request *r, tn_plan_desc *p) {
     why(p, "cluster: %d reduction levels would each idle the register plan's one CTA an SM: each row split over 2 "
         "CTAs of %d threads, %d vectors each, one CTA an SM", r->analysis->num_levels, p->threads_per_row, p->batch);
     why_persistent_clusters(p);
-    why(p, "each cluster's next two rows streamed into two stages of shared memory while it reduces this one");
+    why_streamed(p);
     why(p, "each CTA's slices of the COL inputs loaded once into shared memory, read there for every row");
     return 1;
 }
@@ -1082,7 +1090,7 @@ static int pair_for_levels(const tn_schedule_request *r, const tn_plan_desc *reg
    untouched where the stage does not fit or a cluster takes one row. */
 static void stream_next_rows(const tn_schedule_request *r, tn_plan_desc *p) {
     tn_plan_desc q;
-    if (r->analysis->num_stage_inputs && !p->prefetch && !p->shared_slice && cluster_prefetch_ok(p, r->analysis) &&
+    if (r->analysis->num_stage_inputs && !p->stages && !p->prefetch && !p->shared_slice && cluster_prefetch_ok(p, r->analysis) &&
         cluster_staged(r, p, 1, &q))
         *p = q;
 }
@@ -1101,6 +1109,22 @@ static void stream_next_rows(const tn_schedule_request *r, tn_plan_desc *p) {
    streamed pair is unmeasured. Returns the cluster size with p streamed, 0
    (p untouched) where no such cluster streams. */
 static int cluster_pick_streamed(const tn_schedule_request *r, tn_plan_desc *p, int batch) {
+    /* First the smallest cluster whose CTA holds two stages of its slice and its COL slices in shared memory, at
+       the fewest threads from 128 that keep at most TN_REG_BATCH_LONG vectors each: two rows' copies in flight
+       while one reduces (tune on the H200, bf16, 2026-12-04, the COL slices cached in all: layernorm 4096 x 65536
+       272.1 us over 4 CTAs of 256 x 8 against 281.9 over 2 of 256 x 16 with one stage; 16384 x 65536 1103.7
+       against 1098.8; rmsnorm 512 x 65536 37.5 over 2 of 512 x 8 against 39.0; layernorm 3000 x 98304 300.9
+       over 4 of 512 x 6 against 299.9). */
+    for (int c = 2; c <= TN_MAX_CLUSTER; c *= 2) {
+        tn_plan_desc q = *p, s;
+        if (!cluster_fit(r, &q, c, slice_batch(r->analysis, TN_REG_BATCH_LONG), 1) ||
+            !r->analysis->num_stage_inputs || !cluster_prefetch_ok(&q, r->analysis) || !cluster_staged(r, &q, 2, &s))
+            continue;
+        tn_plan_desc cached = s;
+        if (r->analysis->col_elem_bytes && !cluster_col_cached(r, &cached)) continue;
+        *p = s;
+        return c;
+    }
     for (int c = 2; c <= TN_MAX_CLUSTER; c *= 2) {
         tn_plan_desc q = *p;
         if (!cluster_fit(r, &q, c, batch, 1)) continue;
@@ -1278,8 +1302,7 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
         "reductions meet through distributed shared memory", cl, p->threads_per_row, p->batch,
         (long long)(row_bytes / cl));
     why_persistent_clusters(p);
-    if (p->stages)
-        why(p, "each cluster's next row streamed into one stage of shared memory while it reduces this one");
+    why_streamed(p);
     if (!few && !forced) cache_cols(r, p);
     if (p->ctas_per_sm && heavy)
         why(p, "compiled for %d CTAs an SM: special functions in %d phases keep each CTA computing long, more CTAs "
