@@ -4,7 +4,7 @@
 
 Several CSVs (the parts of a --full sweep) merge into one report; where a case
 was measured more than once the last row wins. Writes <stem>-summary.md and
-<stem>-<op>.png next to the first CSV (or in --out).
+<stem>-<op>.png next to the first CSV (or in --out); --name sets the stem.
 """
 import argparse
 import collections
@@ -128,10 +128,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("csv", nargs="+")
     ap.add_argument("--out", default="")
+    ap.add_argument("--name", default="", help="file stem of the outputs (default: the first CSV's)")
     args = ap.parse_args()
     rows, ceilings, unavailable = load(args.csv)
     out_dir = args.out or os.path.dirname(os.path.abspath(args.csv[0]))
-    stem = os.path.splitext(os.path.basename(args.csv[0]))[0]
+    stem = args.name or os.path.splitext(os.path.basename(args.csv[0]))[0]
     summary = summarize(rows, ceilings, unavailable, args.csv)
     md = os.path.join(out_dir, f"{stem}-summary.md")
     with open(md, "w") as f:
