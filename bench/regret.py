@@ -53,6 +53,9 @@ PLAN_COLUMNS = {"vec": "vec", "t/row": "threads_per_row", "rows": "rows_per_cta"
                 "block": "block_threads", "stages": "stages", "groups": "consumer_groups", "chunks": "chunks",
                 "cluster": "cluster", "pf": "prefetch", "cta": "ctas_per_sm", "cy": "carry",
                 "ss": "shared_slice", "col": "col_cache"}  # not the grid: a cluster plan's is the driver's count at launch
+# A log older than a plan field has no column for it: every plan it timed had the field's default.
+PLAN_DEFAULTS = {"stages": 0, "consumer_groups": 0, "chunks": 1, "cluster": 1, "prefetch": 0, "ctas_per_sm": 0,
+                 "carry": 0, "shared_slice": 0, "col_cache": 0}
 
 
 def tune_tables(text):
@@ -69,7 +72,7 @@ def tune_tables(text):
             cells = line.split()
             if len(cells) < len(columns) or "FAILED" in line:
                 continue
-            fields = {"kind": cells[0]}
+            fields = {"kind": cells[0], **PLAN_DEFAULTS}
             fields.update({PLAN_COLUMNS[c]: int(cells[i]) for i, c in enumerate(columns) if c in PLAN_COLUMNS})
             # tune times the fastest few in full after a short screen; "(screen)" marks the rest.
             tables[key].append((fields, float(cells[len(columns) - 1]), "(screen)" not in line))
