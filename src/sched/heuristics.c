@@ -633,7 +633,8 @@ static int ws_chosen_shape(const tn_schedule_request *r, tn_plan_desc *p, int t,
     if (!avoided(r, TN_PLAN_CLUSTER) && schedule_cluster(r, &split, 0, split_err, sizeof split_err))
         REJECT("the cluster plan holds the row over %d CTAs%s", split.cluster,
                split.shared_slice ? ", each slice in shared memory, several CTAs an SM"
-                                  : " with its special-function values carried in registers");
+               : split.carry      ? " with its special-function values carried in registers"
+                                  : ", streamed at one CTA an SM");
     return ws_any_shape(r, p, t, err, cap);
 }
 
@@ -1108,14 +1109,14 @@ static void stream_next_rows(const tn_schedule_request *r, tn_plan_desc *p) {
    65536 unstreamed it lost by a fifth (51.2 us against 41.8) and the
    streamed pair is unmeasured. Returns the cluster size with p streamed, 0
    (p untouched) where no such cluster streams. */
-static int cluster_pick_streamed(const tn_schedule_request *r, tn_plan_desc *p, int batch) {
+static int cluster_pick_streamed(const tn_schedule_request *r, tn_plan_desc *p, int batch, int two_stages) {
     /* First the smallest cluster whose CTA holds two stages of its slice and its COL slices in shared memory, at
        the fewest threads from 128 that keep at most TN_REG_BATCH_LONG vectors each: two rows' copies in flight
        while one reduces (tune on the H200, bf16, 2026-12-04, the COL slices cached in all: layernorm 4096 x 65536
        272.1 us over 4 CTAs of 256 x 8 against 281.9 over 2 of 256 x 16 with one stage; 16384 x 65536 1103.7
        against 1098.8; rmsnorm 512 x 65536 37.5 over 2 of 512 x 8 against 39.0; layernorm 3000 x 98304 300.9
        over 4 of 512 x 6 against 299.9). */
-    for (int c = 2; c <= TN_MAX_CLUSTER; c *= 2) {
+    for (int c = 2; c <= TN_MAX_CLUSTER && two_stages; c *= 2) {
         tn_plan_desc q = *p, s;
         if (!cluster_fit(r, &q, c, slice_batch(r->analysis, TN_REG_BATCH_LONG), 1) ||
             !r->analysis->num_stage_inputs || !cluster_prefetch_ok(&q, r->analysis) || !cluster_staged(r, &q, 2, &s))
@@ -1277,8 +1278,14 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
     const int most = few && !(heavy && a->num_carried) ? TN_CLUSTER_FEW_BATCH : TN_REG_BATCH_LONGER;
     const int batch = slice_batch(a, most);
     const tn_plan_desc base = *p;
-    int cl = !forced && !few && !heavy ? cluster_pick_streamed(r, p, batch) : 0;
+    int cl = !forced && !few && !heavy ? cluster_pick_streamed(r, p, batch, 1) : 0;
     if (!cl) cl = cluster_pick(r, p, batch, heavy, few, must_carry);
+    /* Heavy rows under 8 waves that no split leaves 2 CTAs an SM (65584 columns: only clusters of 2 split them):
+       streamed at one CTA an SM, one stage, the exps recomputed (tune, H200, bf16 softmax, 2026-12-04: 1000 x
+       65584 77.3 us over 2 CTAs of 512 x 9, 76.2 at 256 x 17, against 96.3 for the tma-ws ring; 600 x 65584
+       49.7, 48.8, against 62.8; two stages 2-4% slower). */
+    int streamed_heavy = 0;
+    if (!cl && must_carry && (cl = cluster_pick_streamed(r, p, batch, 0))) streamed_heavy = 1;
     /* The few rows' 16 vectors a thread were for carrying: where the values do not fit even so (vectors narrowed
        by alignment), the 24. */
     if (cl && few && heavy && a->num_carried && most != TN_CLUSTER_FEW_BATCH && !carry_fits(r, p)) {
@@ -1292,7 +1299,7 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
     if (!cl)
         REJECT("a row of %lld vectors does not split into %d or fewer slices of whole vectors that fit in registers",
                (long long)nv, TN_MAX_CLUSTER);
-    if (must_carry && !carry_fits(r, p))
+    if (must_carry && !streamed_heavy && !carry_fits(r, p))
         REJECT("the special-function values of a slice of %d vectors a thread do not fit in registers beside it: "
                "the tma plans stream the row", p->batch);
     /* Not for few rows (a cluster a row, where the driver places them all), nor forced: a forced cluster plan is

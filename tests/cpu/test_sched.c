@@ -332,8 +332,9 @@ static void test_decisions(tn_context *ctx) {
     /* Softmax rows too long for two to fit in shared memory: over 8 waves of CTAs, a cluster a row, each slice in
        shared memory, 3 CTAs an SM (share_long_slices; tune 271 us at 4096 x 65536, 276 at 65584, where 256 x 17
        keeps the third CTA); fewer rows, a persistent cluster holding row and exps in registers at 2 or more CTAs
-       an SM (tune: 283 us against tma-ws 305 at 4096 x 65536); tma-ws (streamed in chunks, several rows per SM)
-       where no split leaves 2 CTAs an SM (65584 = 8 x 8198 elements: only clusters of 2, at one CTA an SM); tma
+       an SM (tune: 283 us against tma-ws 305 at 4096 x 65536); where no split leaves 2 CTAs an SM (65584 = 8 x
+       8198 elements: only clusters of 2), a persistent cluster streamed at one CTA an SM, exps recomputed (tune:
+       1000 x 65584 77.3 us against tma-ws 96.3), tma-ws only where the cluster kind is avoided; tma
        where two fit and the register plan would hold one row an SM; not for rmsnorm rows of the same length, nor
        for few rows. */
     tn_fusion_builtin(ctx, TN_BUILTIN_SOFTMAX, &o, &f);
@@ -353,9 +354,14 @@ static void test_decisions(tn_context *ctx) {
               p.ctas_per_sm >= 2 && strstr(p.why, "not tma-ws: the cluster plan"),
           "softmax 1000x65536: cluster carrying exp: %s", p.why);
     sm.cols = 65584;
+    CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 2 && p.stages == 1 &&
+              !p.carry && !p.shared_slice && p.grid == 132 && strstr(p.why, "streamed at one CTA an SM"),
+          "softmax 1000x65584: a streamed cluster of 2: %s", p.why);
+    sm.avoid = 1u << TN_PLAN_CLUSTER;
     CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_TMA_WS && p.consumer_groups == 1 &&
               p.chunks > 1 && p.stages > p.chunks,
-          "softmax 1000x65584: tma-ws streaming chunks: %s", p.why);
+          "softmax 1000x65584 avoiding cluster: tma-ws streaming chunks: %s", p.why);
+    sm.avoid = 0;
     sm.rows = 4096;
     /* A kind the request avoids (its plan spilled) is passed over, also where another kind asks whether it would
        take the shape: without the cluster, 4096 x 65536 goes back to tma-ws. */
