@@ -703,10 +703,11 @@ int main(int argc, char **argv) {
                 }
         /* The scheduler's shared slices: many rows too long for one CTA's registers, a cluster a row in 8 or more
            waves (rmsnorm, softmax, add_rmsnorm; layernorm keeps registers), one odd vector count (65584 = 8 x 8198:
-           256 threads x 17); fewer such rows: persistent clusters, the next row streamed into a stage; every dtype.
-           And softmax's rows of 64 KiB (16-bit) and f32 rows of 16384: tma, a row a CTA in waves of one stage. */
+           256 threads x 17); fewer such rows: persistent clusters, the next rows streamed into stages (softmax's
+           1000 x 65584 at one CTA an SM, where tma-ws was); every dtype. And softmax's rows of 64 KiB (16-bit) and
+           f32 rows of 16384: tma, a row a CTA in waves of one stage. */
         const int64_t shared[][2] = {{3200, 65536}, {1700, 98304}, {2000, 81920}, {3300, 65584}, {700, 65536},
-                                     {400, 98304},  {3300, 32768}, {4100, 16384}};
+                                     {400, 98304},  {3300, 32768}, {4100, 16384}, {1000, 65584}};
         for (int op = 0; op < TN_BUILTIN_COUNT; op++)
             for (int d = 0; d < 3; d++) /* f16: ptxas recompiles some of them for fewer CTAs an SM */
                 for (int i = 0; i < (int)(sizeof shared / sizeof shared[0]); i++) {
