@@ -15,8 +15,18 @@
 extern "C" {
 #endif
 
+/* Marks the public API: the library is built with hidden visibility, so the
+   shared library exports these and nothing else. */
+#if defined(__GNUC__) || defined(__clang__)
+#define TN_API __attribute__((visibility("default")))
+#else
+#define TN_API
+#endif
+
+/* The version this header belongs to (CMakeLists.txt reads it from here). */
 #define TN_VERSION_MAJOR 0
 #define TN_VERSION_MINOR 1
+#define TN_VERSION_PATCH 0
 
 /* Shapes a plan accepts: 1 <= M <= TN_MAX_ROWS and 1 <= N <= TN_MAX_COLS, and
    the tensors' bytes must fit in 64 bits. */
@@ -43,7 +53,10 @@ typedef enum tn_status {
     TN_STATUS_INTERNAL          /* a bug in tmanorm */
 } tn_status;
 
-const char *tn_status_string(tn_status status);
+/* The library's version, "MAJOR.MINOR.PATCH": the library loaded, which may be
+   newer than the header a program was built with. */
+TN_API const char *tn_version(void);
+TN_API const char *tn_status_string(tn_status status);
 
 typedef enum tn_dtype {
     TN_DTYPE_F32 = 0,
@@ -53,9 +66,9 @@ typedef enum tn_dtype {
     TN_DTYPE_COUNT
 } tn_dtype;
 
-const char *tn_dtype_name(tn_dtype dtype);
-size_t tn_dtype_size(tn_dtype dtype);
-tn_status tn_dtype_from_name(const char *name, tn_dtype *out);
+TN_API const char *tn_dtype_name(tn_dtype dtype);
+TN_API size_t tn_dtype_size(tn_dtype dtype);
+TN_API tn_status tn_dtype_from_name(const char *name, tn_dtype *out);
 
 typedef enum tn_shape_class {
     TN_SHAPE_ROW = 0,   /* [M, N] */
@@ -64,7 +77,7 @@ typedef enum tn_shape_class {
     TN_SHAPE_SCALAR     /* a constant or a run-time parameter */
 } tn_shape_class;
 
-const char *tn_shape_class_name(tn_shape_class shape);
+TN_API const char *tn_shape_class_name(tn_shape_class shape);
 
 typedef enum tn_unary_op {
     TN_UNARY_NEG = 0, TN_UNARY_ABS, TN_UNARY_EXP, TN_UNARY_LOG, TN_UNARY_SQRT,
@@ -120,20 +133,20 @@ typedef struct tn_context_options {
 
 /* Creates a context. Succeeds without a GPU: then plans can be made, explained
    and compiled but not launched (launch returns TN_STATUS_NO_DEVICE). */
-tn_status tn_context_create(const tn_context_options *options, tn_context **out);
+TN_API tn_status tn_context_create(const tn_context_options *options, tn_context **out);
 /* Lets go of the caller's handle. Fusions and plans made on the context keep
    it alive, so they may be destroyed before or after it, in any order. */
-void tn_context_destroy(tn_context *ctx);
+TN_API void tn_context_destroy(tn_context *ctx);
 /* The message of the calling thread's last error on this context ("" if none),
    e.g. which value broke which rule, or NVRTC's log. Each thread has its own:
    another thread's errors never replace it. Valid until this thread's next
    failing call; messages over 8 KiB are cut. */
-const char *tn_context_last_error(const tn_context *ctx);
+TN_API const char *tn_context_last_error(const tn_context *ctx);
 /* 1 when a GPU is present and usable. */
-int tn_context_has_gpu(const tn_context *ctx);
-tn_status tn_context_device_props(const tn_context *ctx, tn_device_props *out);
+TN_API int tn_context_has_gpu(const tn_context *ctx);
+TN_API tn_status tn_context_device_props(const tn_context *ctx, tn_device_props *out);
 /* Looks up a built-in target's properties ("h200", "h100", "a100"). */
-tn_status tn_device_props_for_target(const char *target, tn_device_props *out);
+TN_API tn_status tn_device_props_for_target(const char *target, tn_device_props *out);
 
 /* ---- fusions (the IR) -------------------------------------------------- */
 
@@ -145,29 +158,29 @@ typedef struct tn_value {
     uint32_t index;
 } tn_value;
 
-tn_status tn_fusion_create(tn_context *ctx, const char *name, tn_fusion **out);
-void tn_fusion_destroy(tn_fusion *fusion);
+TN_API tn_status tn_fusion_create(tn_context *ctx, const char *name, tn_fusion **out);
+TN_API void tn_fusion_destroy(tn_fusion *fusion);
 
 /* The builder records ops as given; tn_fusion_verify() checks every rule. */
-tn_status tn_fusion_input(tn_fusion *f, const char *name, tn_dtype dtype,
-                          tn_shape_class shape, tn_value *out);
-tn_status tn_fusion_param(tn_fusion *f, const char *name, tn_value *out); /* f32 SCALAR */
-tn_status tn_fusion_constant(tn_fusion *f, double value, tn_value *out); /* f32 SCALAR */
-tn_status tn_fusion_row_length(tn_fusion *f, tn_value *out);              /* N, f32 SCALAR */
-tn_status tn_fusion_cast(tn_fusion *f, tn_value a, tn_dtype dtype, tn_value *out);
-tn_status tn_fusion_unary(tn_fusion *f, tn_unary_op op, tn_value a, tn_value *out);
-tn_status tn_fusion_binary(tn_fusion *f, tn_binary_op op, tn_value a, tn_value b,
-                           tn_value *out);
-tn_status tn_fusion_reduce(tn_fusion *f, tn_reduce_op op, tn_axis axis, tn_value a,
-                           tn_value *out);
+TN_API tn_status tn_fusion_input(tn_fusion *f, const char *name, tn_dtype dtype,
+                                 tn_shape_class shape, tn_value *out);
+TN_API tn_status tn_fusion_param(tn_fusion *f, const char *name, tn_value *out); /* f32 SCALAR */
+TN_API tn_status tn_fusion_constant(tn_fusion *f, double value, tn_value *out); /* f32 SCALAR */
+TN_API tn_status tn_fusion_row_length(tn_fusion *f, tn_value *out);              /* N, f32 SCALAR */
+TN_API tn_status tn_fusion_cast(tn_fusion *f, tn_value a, tn_dtype dtype, tn_value *out);
+TN_API tn_status tn_fusion_unary(tn_fusion *f, tn_unary_op op, tn_value a, tn_value *out);
+TN_API tn_status tn_fusion_binary(tn_fusion *f, tn_binary_op op, tn_value a, tn_value b,
+                                  tn_value *out);
+TN_API tn_status tn_fusion_reduce(tn_fusion *f, tn_reduce_op op, tn_axis axis, tn_value a,
+                                  tn_value *out);
 /* Marks v as an output stored in dtype (converted on store). */
-tn_status tn_fusion_output(tn_fusion *f, const char *name, tn_value v, tn_dtype dtype);
+TN_API tn_status tn_fusion_output(tn_fusion *f, const char *name, tn_value v, tn_dtype dtype);
 
-tn_status tn_fusion_verify(const tn_fusion *f);
+TN_API tn_status tn_fusion_verify(const tn_fusion *f);
 /* Text form. Writes at most cap bytes (NUL included) and sets *needed. */
-tn_status tn_fusion_print(const tn_fusion *f, char *buf, size_t cap, size_t *needed);
+TN_API tn_status tn_fusion_print(const tn_fusion *f, char *buf, size_t cap, size_t *needed);
 /* A hash of the structure (ops, dtypes, shapes); names are not part of it. */
-tn_status tn_fusion_hash(const tn_fusion *f, uint64_t *out);
+TN_API tn_status tn_fusion_hash(const tn_fusion *f, uint64_t *out);
 
 typedef enum tn_io_kind { TN_IO_INPUT = 0, TN_IO_OUTPUT, TN_IO_PARAM } tn_io_kind;
 typedef struct tn_io_info {
@@ -176,8 +189,8 @@ typedef struct tn_io_info {
     tn_shape_class shape;
 } tn_io_info;
 /* Counts and describes inputs (in creation order), outputs and parameters. */
-int tn_fusion_io_count(const tn_fusion *f, tn_io_kind kind);
-tn_status tn_fusion_io_info(const tn_fusion *f, tn_io_kind kind, int i, tn_io_info *out);
+TN_API int tn_fusion_io_count(const tn_fusion *f, tn_io_kind kind);
+TN_API tn_status tn_fusion_io_info(const tn_fusion *f, tn_io_kind kind, int i, tn_io_info *out);
 
 /* ---- built-in fusions -------------------------------------------------- */
 
@@ -196,10 +209,10 @@ typedef struct tn_builtin_options {
     int save_stats;        /* also output rstd (and mean for layernorm), f32 */
 } tn_builtin_options;
 
-const char *tn_builtin_name(tn_builtin op);
-tn_status tn_builtin_from_name(const char *name, tn_builtin *out);
-tn_status tn_fusion_builtin(tn_context *ctx, tn_builtin op, const tn_builtin_options *options,
-                            tn_fusion **out);
+TN_API const char *tn_builtin_name(tn_builtin op);
+TN_API tn_status tn_builtin_from_name(const char *name, tn_builtin *out);
+TN_API tn_status tn_fusion_builtin(tn_context *ctx, tn_builtin op, const tn_builtin_options *options,
+                                   tn_fusion **out);
 
 /* ---- plans --------------------------------------------------------------- */
 
@@ -229,9 +242,9 @@ typedef struct tn_plan_options {
    values recomputed per element) give TN_STATUS_UNSUPPORTED with the reason.
    Kernels are compiled outside any lock the context holds: a compile on one
    thread never delays another thread's plan whose kernel is cached. */
-tn_status tn_plan_create(tn_context *ctx, const tn_fusion *f, int64_t rows, int64_t cols,
-                         const tn_plan_options *options, tn_plan **out);
-void tn_plan_destroy(tn_plan *plan);
+TN_API tn_status tn_plan_create(tn_context *ctx, const tn_fusion *f, int64_t rows, int64_t cols,
+                                const tn_plan_options *options, tn_plan **out);
+TN_API void tn_plan_destroy(tn_plan *plan);
 
 typedef enum tn_describe_what {
     TN_DESCRIBE_TEXT = 0, /* the plan and why it was chosen */
@@ -240,8 +253,8 @@ typedef enum tn_describe_what {
     TN_DESCRIBE_RESOURCES /* the compiler's resource report */
 } tn_describe_what;
 
-tn_status tn_plan_describe(const tn_plan *plan, tn_describe_what what, char *buf, size_t cap,
-                           size_t *needed);
+TN_API tn_status tn_plan_describe(const tn_plan *plan, tn_describe_what what, char *buf, size_t cap,
+                                  size_t *needed);
 
 typedef struct tn_resources {
     int registers;
@@ -252,12 +265,13 @@ typedef struct tn_resources {
     int dynamic_smem_bytes;
     int block_threads;
     int64_t grid_blocks;
-    double compile_ms; /* 0 when the kernel came from the cache */
+    double compile_ms; /* NVRTC time for this plan's kernel; exactly 0 when it came from a
+                          cache, in memory or on disk (TMANORM_CACHE_DIR, README "Kernel cache") */
 } tn_resources;
 
-tn_status tn_plan_resources(const tn_plan *plan, tn_resources *out);
+TN_API tn_status tn_plan_resources(const tn_plan *plan, tn_resources *out);
 /* Bytes the kernel must move at the floor (inputs read once, outputs written once). */
-tn_status tn_plan_bytes(const tn_plan *plan, int64_t *out);
+TN_API tn_status tn_plan_bytes(const tn_plan *plan, int64_t *out);
 
 /* One tensor argument. row_stride is in elements, for ROW tensors (0: N); it
    must be at least N (rows may not overlap or broadcast) and the last row must
@@ -281,7 +295,7 @@ typedef struct tn_launch_args {
 /* Enqueues the kernel on the stream. No host synchronization, no device
    allocation; safe inside CUDA graph capture once the plan's kernel for the
    tensors' alignment is built (tn_plan_create builds the one for align_bytes). */
-tn_status tn_plan_launch(tn_plan *plan, const tn_launch_args *args);
+TN_API tn_status tn_plan_launch(tn_plan *plan, const tn_launch_args *args);
 
 #ifdef __cplusplus
 }

@@ -415,7 +415,7 @@ static int check_options(const command_info *ci, cli *c, tn_builtin *op) {
 }
 
 static int print_version(void) {
-    printf("tmanorm %d.%d (NVRTC %s)\n", TN_VERSION_MAJOR, TN_VERSION_MINOR, tn_nvrtc_version());
+    printf("tmanorm %s (NVRTC %s)\n", tn_version(), tn_nvrtc_version());
     return 0;
 }
 

@@ -7,6 +7,12 @@
 #include "util/alloc.h"
 #include "util/strbuf.h"
 
+#define TN_STR2(x) #x
+#define TN_STR(x) TN_STR2(x)
+const char *tn_version(void) {
+    return TN_STR(TN_VERSION_MAJOR) "." TN_STR(TN_VERSION_MINOR) "." TN_STR(TN_VERSION_PATCH);
+}
+
 const char *tn_status_string(tn_status status) {
     switch (status) {
     case TN_STATUS_OK: return "ok";

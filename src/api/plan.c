@@ -420,11 +420,13 @@ tn_status tn_plan_describe(const tn_plan *plan, tn_describe_what what, char *buf
     case TN_DESCRIBE_SOURCE: tn_strbuf_append(&sb, v->source); break;
     case TN_DESCRIBE_RESOURCES: {
         const tn_resources *r = &v->kernel->res;
+        char compiled_note[48] = "from the kernel cache"; /* in memory or on disk: no compile for this plan */
+        if (v->compiled) snprintf(compiled_note, sizeof compiled_note, "compiled in %.1f ms", r->compile_ms);
         tn_strbuf_printf(&sb, "resources (%s, NVRTC %s): %d registers, %d bytes spill stores, %d bytes spill "
                          "loads, %d bytes stack, %d bytes static shared memory, %d threads per CTA, %lld CTAs; "
-                         "compiled in %.1f ms\n", ctx->arch, tn_nvrtc_version(), r->registers,
+                         "%s\n", ctx->arch, tn_nvrtc_version(), r->registers,
                          r->spill_store_bytes, r->spill_load_bytes, r->stack_bytes, r->static_smem_bytes,
-                         v->desc.block_threads, (long long)v->desc.grid, r->compile_ms);
+                         v->desc.block_threads, (long long)v->desc.grid, compiled_note);
         break;
     }
     default: tn_strbuf_free(&sb); return tn_set_error(ctx, TN_STATUS_INVALID_ARGUMENT, "describe: unknown what %d", (int)what);

@@ -8,7 +8,10 @@
 #include "util/hash.h"
 #include "util/strbuf.h"
 
-void tn_cache_init(tn_cache *c) { memset(c, 0, sizeof *c); }
+void tn_cache_init(tn_cache *c) {
+    memset(c, 0, sizeof *c);
+    tn_disk_cache_dir(c->disk_dir);
+}
 
 static void kernel_free(tn_context *ctx, tn_kernel *k) {
     if (k->module && ctx->has_gpu && tn_context_bind(ctx) == TN_STATUS_OK) ctx->cu->ModuleUnload(k->module);
@@ -23,7 +26,8 @@ void tn_cache_destroy(tn_cache *c, tn_context *ctx) {
         next = k->next;
         kernel_free(ctx, k);
     }
-    tn_cache_init(c);
+    c->head = NULL;
+    c->count = c->idle = 0;
 }
 
 static void unlink_kernel(tn_cache *c, tn_kernel *k) {
@@ -72,10 +76,22 @@ static tn_status load(tn_context *ctx, tn_kernel *k) {
     return TN_STATUS_OK;
 }
 
-/* Compiles (and loads) k outside the lock; k is in the list, not ready. */
-static tn_status build(tn_context *ctx, const char *source, tn_kernel *k) {
-    tn_status st = tn_nvrtc_compile(ctx, source, ctx->arch, &k->image, &k->image_size, &k->log, &k->res.compile_ms);
-    if (st != TN_STATUS_OK) return st;
+/* Reads k from the disk or compiles it (and stores it there), then loads it;
+   outside the lock, k in the list but not ready. *from_disk says which. A
+   disk hit leaves compile_ms 0. */
+static tn_status build(tn_context *ctx, const char *source, tn_kernel *k, int *from_disk) {
+    const char *dir = ctx->cache.disk_dir; /* set at creation, read-only since */
+    unsigned char key[TN_SHA256_SIZE];
+    *from_disk = 0;
+    if (dir[0]) {
+        tn_disk_cache_key(source, ctx->arch, key);
+        *from_disk = tn_disk_cache_load(&ctx->base.alloc, dir, key, &k->image, &k->image_size, &k->log);
+    }
+    if (!*from_disk) {
+        tn_status st = tn_nvrtc_compile(ctx, source, ctx->arch, &k->image, &k->image_size, &k->log, &k->res.compile_ms);
+        if (st != TN_STATUS_OK) return st;
+        if (dir[0]) tn_disk_cache_store(dir, key, k->image, k->image_size, k->log); /* best effort */
+    }
     tn_parse_ptxas_log(k->log, &k->res);
     return ctx->has_gpu ? load(ctx, k) : TN_STATUS_OK;
 }
@@ -123,10 +139,13 @@ tn_status tn_cache_get(tn_context *ctx, const char *source, tn_kernel **out, int
     c->misses++;
     pthread_mutex_unlock(&ctx->cache_lock);
 
-    tn_status st = build(ctx, source, k);
+    int from_disk = 0;
+    tn_status st = build(ctx, source, k, &from_disk);
 
     pthread_mutex_lock(&ctx->cache_lock);
     if (st == TN_STATUS_OK) {
+        if (from_disk) c->disk_hits++;
+        else c->compiles++;
         k->ready = 1;
         k->last_use = ++c->clock;
     } else {
@@ -138,7 +157,7 @@ tn_status tn_cache_get(tn_context *ctx, const char *source, tn_kernel **out, int
         kernel_free(ctx, k);
         return st;
     }
-    *compiled = 1;
+    *compiled = !from_disk;
     *out = k;
     return TN_STATUS_OK;
 }

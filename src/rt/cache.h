@@ -3,7 +3,9 @@
    compares the whole key, not only its hash. NVRTC runs outside the cache's
    lock: a compile blocks only the threads waiting for that same key. Kernels
    are counted by their users (plans); unused ones are kept up to a bound, the
-   least recently used evicted first. */
+   least recently used evicted first. A miss looks in the on-disk cache
+   (disk_cache.h) before compiling and stores what it compiles there, also
+   outside the lock. */
 #ifndef TN_CACHE_H
 #define TN_CACHE_H
 
@@ -11,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rt/disk_cache.h"
 #include "rt/nvrtc.h"
 #include "tmanorm.h"
 
@@ -36,16 +39,20 @@ typedef struct tn_cache {
     tn_kernel *head;
     int count, idle;
     int hits, misses, evictions;
+    int compiles, disk_hits; /* how misses were filled: NVRTC or the disk */
     uint64_t clock;
+    /* The on-disk cache's directory, from the environment when the context
+       was created (tn_disk_cache_dir); "" when it is off. */
+    char disk_dir[TN_DISK_CACHE_DIR_MAX];
 } tn_cache;
 
+/* Reads the environment for the on-disk cache's directory. */
 void tn_cache_init(tn_cache *c);
 void tn_cache_destroy(tn_cache *c, tn_context *ctx);
 /* The kernel for source on ctx's target, compiled now if not cached. With a
-   GPU it is also loaded. *compiled is 1 when this call compiled it. The caller
-   holds the kernel until tn_cache_release. */
+   GPU it is also loaded. *compiled is 1 when this call ran NVRTC for it, 0 on
+   a hit in memory or on disk. The caller holds the kernel until tn_cache_release. */
 tn_status tn_cache_get(tn_context *ctx, const char *source, tn_kernel **out, int *compiled);
 void tn_cache_release(tn_context *ctx, tn_kernel *k);
-
 
 #endif

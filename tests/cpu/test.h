@@ -39,5 +39,6 @@ void test_codegen(void);
 void test_compile(void);
 void test_api(void);
 void test_safety(void);
+void test_disk_cache(void);
 
 #endif

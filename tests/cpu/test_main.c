@@ -45,7 +45,7 @@ typedef struct suite {
 
 static const suite k_suites[] = {{"ir", test_ir},         {"ref", test_ref},         {"sched", test_sched},
                                  {"codegen", test_codegen}, {"compile", test_compile}, {"api", test_api},
-                                 {"safety", test_safety}};
+                                 {"safety", test_safety},   {"disk_cache", test_disk_cache}};
 
 int main(int argc, char **argv) {
     int ran = 0;
