@@ -1,408 +1,196 @@
-"""tmanorm for PyTorch: the built-in fusions on CUDA tensors, through ctypes.
+"""tmanorm for PyTorch: the built-in fusions on CUDA tensors as operators
+torch.ops.tmanorm.*, called through ctypes.
 
     import torch, tmanorm
-    y = tmanorm.rms_norm(x, w, eps=1e-6)             # x [..., N] on the GPU, w [N]
-    y = tmanorm.layer_norm(x, w, b, eps=1e-5)
-    y = tmanorm.softmax(x)
-    y, h = tmanorm.add_rms_norm(x, residual, w)      # h = x + residual, y = rms_norm(h)
+    y = tmanorm.rms_norm(x, (N,), w, eps=1e-6)           # as F.rms_norm; x [..., N] on the GPU, w [N] or None
+    y = tmanorm.layer_norm(x, (N,), w, b, eps=1e-5)      # as F.layer_norm
+    y = tmanorm.softmax(x, -1)
+    y, h = tmanorm.add_rms_norm(x, residual, w)          # h = x + residual, y = rms_norm(h)
+    tmanorm.fused_add_rms_norm_(x, residual, w)          # in place: residual <- h, x <- y
+    y8 = tmanorm.rms_norm(x, None, w, out_dtype=torch.float8_e4m3fn)
+    tmanorm.rms_norm(x, None, w, out=y)                  # into y
 
-Each call takes pointer, shape, row stride and dtype from the tensors and
-launches on the current CUDA stream; plans are made once per (op, dtypes,
-shape) and cached. The library is found through $TMANORM_LIB, else in the
-build folder next to this package (build/libtmanorm.so).
+Each op is a torch.library.custom_op with a fake implementation, so
+torch.compile(fullgraph=True) traces it; it launches on the current CUDA
+stream, and plans are cached per (op, dtypes, shape, pdl), up to 256 a device
+(least recently used destroyed first). None has a backward: inputs that
+require grad under grad mode raise RuntimeError. The library is looked for
+beside this package, then at $TMANORM_LIB, then in the repository's build/.
 
 Dtypes: x, weight and bias may each be float32, float16 or bfloat16, and
 weight may differ from x; bias must share weight's dtype and residual must
-share x's dtype and shape (the built-ins take one dtype for each pair).
-out_dtype (y's dtype; default x's) may also be torch.float8_e4m3fn
-(saturating, sm_89 or newer). Every check is made before launching: an
-unsupported dtype raises TypeError, a combination or layout the kernels
-cannot take raises ValueError, each naming the tensor at fault. An empty
-batch (no rows) returns empty outputs without launching anything.
+share x's dtype and shape. out_dtype (y's dtype; default x's) may also be
+torch.float8_e4m3fn (saturating, sm_89 or newer). Every check is made before
+launching: an unsupported dtype raises TypeError, a combination or layout the
+kernels cannot take raises ValueError, each naming the tensor at fault. An
+empty batch (no rows) returns empty outputs without launching anything.
 """
-import collections
-import ctypes
-import os
+import numbers
 
-__all__ = ["rms_norm", "layer_norm", "softmax", "add_rms_norm", "explain", "TmanormError"]
+from . import _core, _native
+from ._native import TmanormError
 
-# tn_dtype codes. Inputs take the first three; outputs also take f8e4m3.
-_F32, _F16, _BF16, _F8E4M3 = 0, 1, 2, 3
-_INPUT_DTYPES = {"torch.float32": _F32, "torch.float16": _F16, "torch.bfloat16": _BF16}
-_OUTPUT_DTYPES = dict(_INPUT_DTYPES, **{"torch.float8_e4m3fn": _F8E4M3})
-
-# The module's op names -> tn_builtin codes; the fusion's inputs and outputs, in order.
-_OPS = {"rms_norm": 0, "layer_norm": 1, "softmax": 2, "add_rms_norm": 3}
-_OP_INPUTS = {"rms_norm": ("x", "weight"), "layer_norm": ("x", "weight", "bias"),
-              "softmax": ("x",), "add_rms_norm": ("x", "residual", "weight")}
-_OP_OUTPUTS = {"rms_norm": ("y",), "layer_norm": ("y",), "softmax": ("y",), "add_rms_norm": ("y", "sum")}
-# explain() also takes the command-line tool's names.
-_OP_NAMES = dict({op: op for op in _OPS},
-                 rmsnorm="rms_norm", layernorm="layer_norm", add_rmsnorm="add_rms_norm")
-# explain()'s dtype names, as the command-line tool spells them (and their aliases).
-_DTYPE_NAMES = {"f32": _F32, "fp32": _F32, "float32": _F32, "torch.float32": _F32,
-                "f16": _F16, "fp16": _F16, "float16": _F16, "half": _F16, "torch.float16": _F16,
-                "bf16": _BF16, "bfloat16": _BF16, "torch.bfloat16": _BF16}
-_DESCRIBE_TEXT, _DESCRIBE_JSON = 0, 1
-
-
-class TmanormError(RuntimeError):
-    """A tmanorm call failed; the message is the library's."""
-
-
-class _BuiltinOptions(ctypes.Structure):
-    _fields_ = [("input_dtype", ctypes.c_int), ("weight_dtype", ctypes.c_int),
-                ("output_dtype", ctypes.c_int), ("save_stats", ctypes.c_int)]
-
-
-class _ContextOptions(ctypes.Structure):
-    _fields_ = [("device", ctypes.c_int), ("allocator", ctypes.c_void_p),
-                ("target", ctypes.c_char_p), ("force_target", ctypes.c_int)]
-
-
-class _PlanOptions(ctypes.Structure):
-    _fields_ = [("align_bytes", ctypes.c_int), ("plan_json", ctypes.c_char_p), ("kind", ctypes.c_char_p),
-                ("pdl", ctypes.c_int)]
-
-
-def _pdl_code(pdl):
-    """tn_plan_options.pdl: None -> 0 (on where the GPU has it, sm_90+), True -> 1, False -> -1."""
-    if pdl is None:
-        return 0
-    if not isinstance(pdl, bool):
-        raise TypeError(f"tmanorm: pdl must be None, True or False, not {pdl!r}")
-    return 1 if pdl else -1
-
-
-class _Tensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("dtype", ctypes.c_int), ("row_stride", ctypes.c_int64)]
-
-
-class _LaunchArgs(ctypes.Structure):
-    _fields_ = [("inputs", ctypes.POINTER(_Tensor)), ("num_inputs", ctypes.c_int),
-                ("outputs", ctypes.POINTER(_Tensor)), ("num_outputs", ctypes.c_int),
-                ("params", ctypes.POINTER(ctypes.c_float)), ("num_params", ctypes.c_int),
-                ("stream", ctypes.c_void_p)]
-
-
-def _find_library():
-    env = os.environ.get("TMANORM_LIB")
-    if env:
-        return env
-    here = os.path.dirname(os.path.abspath(__file__))
-    for build in ("build", "build-gpu"):
-        path = os.path.join(here, "..", "..", build, "libtmanorm.so")
-        if os.path.exists(path):
-            return path
-    return "libtmanorm.so"
-
-
-_lib = None
-
-
-def _library():
-    global _lib
-    if _lib is None:
-        lib = ctypes.CDLL(_find_library())
-        vp, i64, st = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
-        signatures = {  # name: (restype, argtypes), for every function the binding calls
-            "tn_status_string": (ctypes.c_char_p, [st]),
-            "tn_context_create": (st, [ctypes.POINTER(_ContextOptions), ctypes.POINTER(vp)]),
-            "tn_context_destroy": (None, [vp]),
-            "tn_context_last_error": (ctypes.c_char_p, [vp]),
-            "tn_context_has_gpu": (ctypes.c_int, [vp]),
-            "tn_fusion_builtin": (st, [vp, ctypes.c_int, ctypes.POINTER(_BuiltinOptions), ctypes.POINTER(vp)]),
-            "tn_fusion_destroy": (None, [vp]),
-            "tn_plan_create": (st, [vp, vp, i64, i64, vp, ctypes.POINTER(vp)]),
-            "tn_plan_destroy": (None, [vp]),
-            "tn_plan_describe": (st, [vp, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t,
-                                      ctypes.POINTER(ctypes.c_size_t)]),
-            "tn_plan_launch": (st, [vp, ctypes.POINTER(_LaunchArgs)]),
-        }
-        for name, (restype, argtypes) in signatures.items():
-            fn = getattr(lib, name)
-            fn.restype, fn.argtypes = restype, argtypes
-        _lib = lib
-    return _lib
-
-
-class _Context:
-    """One tn_context (a device, or a target to plan for without a GPU) and its plans."""
-
-    def __init__(self, device=0, target=None):
-        lib = _library()
-        opts = _ContextOptions(device, None, target.encode() if target else None, 1 if target else 0)
-        self.handle = ctypes.c_void_p()
-        self._check(lib.tn_context_create(ctypes.byref(opts), ctypes.byref(self.handle)), "tn_context_create")
-        self.plans = {}
-
-    def _check(self, status, what):
-        if status != 0:
-            lib = _library()
-            detail = lib.tn_context_last_error(self.handle).decode() if self.handle else ""
-            raise TmanormError(f"tmanorm: {what}: {lib.tn_status_string(status).decode()}: {detail}")
-
-    def has_gpu(self):
-        return bool(_library().tn_context_has_gpu(self.handle))
-
-    def make_plan(self, op, dtypes, rows, cols, save_stats=0, pdl=0):
-        """A new plan (the caller owns it) for the built-in op with (input, weight, output) dtype codes;
-        pdl as tn_plan_options.pdl (0 default, 1 on, -1 off)."""
-        lib = _library()
-        fusion = ctypes.c_void_p()
-        opts = _BuiltinOptions(dtypes[0], dtypes[1], dtypes[2], save_stats)
-        self._check(lib.tn_fusion_builtin(self.handle, _OPS[op], ctypes.byref(opts), ctypes.byref(fusion)),
-                    "tn_fusion_builtin")
-        plan = ctypes.c_void_p()
-        try:
-            popts = _PlanOptions(0, None, None, pdl)
-            self._check(lib.tn_plan_create(self.handle, fusion, rows, cols, ctypes.byref(popts), ctypes.byref(plan)),
-                        "tn_plan_create")
-        finally:
-            lib.tn_fusion_destroy(fusion)
-        return plan
-
-    def plan(self, op, dtypes, rows, cols, save_stats=0, pdl=0):
-        """The cached plan for (op, dtypes, shape, PDL setting), made on first use."""
-        key = (op, tuple(dtypes), rows, cols, save_stats, pdl)
-        plan = self.plans.get(key)
-        if plan is None:
-            plan = self.plans[key] = self.make_plan(op, dtypes, rows, cols, save_stats, pdl)
-        return plan
-
-    def describe(self, plan, what=_DESCRIBE_TEXT):
-        lib = _library()
-        need = ctypes.c_size_t()
-        self._check(lib.tn_plan_describe(plan, what, None, 0, ctypes.byref(need)), "tn_plan_describe")
-        buf = ctypes.create_string_buffer(need.value)
-        self._check(lib.tn_plan_describe(plan, what, buf, need.value, None), "tn_plan_describe")
-        return buf.value.decode()
-
-    def launch(self, plan, inputs, outputs, params, stream):
-        ins = (_Tensor * len(inputs))(*inputs)
-        outs = (_Tensor * len(outputs))(*outputs)
-        prm = (ctypes.c_float * max(1, len(params)))(*params)
-        args = _LaunchArgs(ins, len(inputs), outs, len(outputs), prm, len(params), stream)
-        self._check(_library().tn_plan_launch(plan, ctypes.byref(args)), "tn_plan_launch")
-
-
-# One context per (device ordinal, target), made on first use and kept for the process.
-_contexts = {}
-
-
-def _context(device=0, target=None):
-    key = (device, target)
-    ctx = _contexts.get(key)
-    if ctx is None:
-        ctx = _contexts[key] = _Context(device, target)
-    return ctx
-
-
-_gpu_present = None
-
-
-def _has_gpu():
-    """Whether the library sees a GPU (asked once, of the device-0 context, which is kept)."""
-    global _gpu_present
-    if _gpu_present is None:
-        try:
-            _gpu_present = _context(0).has_gpu()
-        except TmanormError:
-            _gpu_present = False
-    return _gpu_present
-
-
-# ---- validation (plain Python: no torch needed, tested on stand-in tensors) ----
-
-_LaunchDtypes = collections.namedtuple("_LaunchDtypes", "options inputs outputs")
-_LaunchDtypes.__doc__ = """options: (input, weight, output) codes for tn_builtin_options;
-inputs, outputs: each tensor's own tn_dtype code, in the fusion's order."""
-
-
-def _supported(table):
-    return ", ".join(table)
-
-
-def _input_code(op, name, dtype):
-    key = str(dtype)
-    code = _INPUT_DTYPES.get(key)
-    if code is None:
-        if key in _OUTPUT_DTYPES:
-            raise TypeError(f"tmanorm: {op}: {name} is {key}, which tmanorm takes for outputs only "
-                            f"(out_dtype=); inputs may be {_supported(_INPUT_DTYPES)}")
-        raise TypeError(f"tmanorm: {op}: {name} is {key}; supported: {_supported(_INPUT_DTYPES)}")
-    return code
-
-
-def _launch_dtypes(op, dtypes, out_dtype=None):
-    """The dtype codes of a call of op, from each input's dtype (dtypes: name -> torch dtype or its
-    str, for every input of _OP_INPUTS[op]) and out_dtype (None: x's). Refuses, naming the tensor,
-    any dtype or combination the built-in cannot take; every combination it returns is one the
-    built-in's fusion declares, input by input."""
-    if op not in _OPS:
-        raise ValueError(f"tmanorm: unknown op {op!r}; ops: {', '.join(_OPS)}")
-    names = _OP_INPUTS[op]
-    missing = [n for n in names if n not in dtypes]
-    if missing:
-        raise ValueError(f"tmanorm: {op}: no dtype for {', '.join(missing)}")
-    codes = {n: _input_code(op, n, dtypes[n]) for n in names}
-    xd = codes["x"]
-    if "residual" in codes and codes["residual"] != xd:
-        raise ValueError(f"tmanorm: {op}: residual is {dtypes['residual']} but x is {dtypes['x']}; "
-                         "residual must share x's dtype")
-    wd = codes.get("weight", xd)
-    if "bias" in codes and codes["bias"] != wd:
-        raise ValueError(f"tmanorm: {op}: bias is {dtypes['bias']} but weight is {dtypes['weight']}; "
-                         "weight and bias must share one dtype")
-    if out_dtype is None:
-        od = xd
-    else:
-        od = _OUTPUT_DTYPES.get(str(out_dtype))
-        if od is None:
-            raise TypeError(f"tmanorm: {op}: out_dtype {out_dtype} is not supported; "
-                            f"supported: {_supported(_OUTPUT_DTYPES)}")
-    # Each tensor carries its own code. The checks above make it the one the built-in declares:
-    # x and residual (and the sum output) in input_dtype, weight and bias in weight_dtype, y in
-    # output_dtype.
-    inputs = [codes[n] for n in names]
-    declared = {"x": xd, "residual": xd, "weight": wd, "bias": wd}
-    assert inputs == [declared[n] for n in names], (op, dtypes)
-    outputs = [od] + [xd] * (len(_OP_OUTPUTS[op]) - 1)
-    return _LaunchDtypes((xd, wd, od), inputs, outputs)
-
-
-def _rows_view(t, name, cols=None):
-    """(rows, cols, row_stride) of t seen as [rows, cols]; raises for what the kernels cannot take.
-
-    The leading dimensions must collapse into one with a uniform row stride; dimensions of size 1
-    are ignored (PyTorch gives them arbitrary strides). Rows may be padded (row stride > N) but
-    not broadcast or overlapping (row stride < N with more than one row)."""
-    if not t.is_cuda:
-        raise ValueError(f"tmanorm: {name} is on {t.device}; tmanorm runs on CUDA tensors")
-    if t.dim() < 1 or t.shape[-1] < 1:
-        raise ValueError(f"tmanorm: {name} has shape {tuple(t.shape)}; it needs a last dimension of at least 1")
-    n = t.shape[-1]
-    if cols is not None and n != cols:
-        raise ValueError(f"tmanorm: {name} has {n} columns, expected {cols}")
-    if t.stride(-1) != 1 and n > 1:
-        raise ValueError(f"tmanorm: {name}'s last dimension is not contiguous (stride {t.stride(-1)}); "
-                         "call .contiguous() first")
-    rows = 1
-    for d in range(t.dim() - 1):
-        rows *= t.shape[d]
-    if rows <= 1:
-        return rows, n, n  # no row step is ever taken: the strides do not matter
-    # Innermost first, the leading dimensions that step: each must step by the one inside it times its size.
-    leading = [(t.shape[d], t.stride(d)) for d in range(t.dim() - 2, -1, -1) if t.shape[d] != 1]
-    row_stride = leading[0][1]
-    layout = f"shape {tuple(t.shape)}, strides {tuple(t.stride(d) for d in range(t.dim()))}"
-    if row_stride < n:
-        raise ValueError(f"tmanorm: {name} is broadcast or overlapping along rows (row stride {row_stride} "
-                         f"< N = {n}; {layout}); call .contiguous() first")
-    if any(stride == 0 for _, stride in leading):
-        raise ValueError(f"tmanorm: {name} is broadcast along a leading dimension (stride 0; {layout}); "
-                         "call .contiguous() first")
-    expect = row_stride
-    for size, stride in leading:
-        if stride != expect:
-            raise ValueError(f"tmanorm: {name}'s leading dimensions are not one uniform row stride ({layout}); "
-                             "call .contiguous() first")
-        expect = stride * size
-    return rows, n, row_stride
-
-
-def _check_vector(t, name, cols, device=None):
-    """A weight or bias: a contiguous vector of cols elements on the CUDA device (x's, when given)."""
-    if not t.is_cuda:
-        raise ValueError(f"tmanorm: {name} is on {t.device}; tmanorm runs on CUDA tensors")
-    if device is not None and t.device != device:
-        raise ValueError(f"tmanorm: {name} is on {t.device} but x is on {device}; they must share one device")
-    if t.dim() != 1 or t.shape[0] != cols or (t.stride(0) != 1 and cols > 1):
-        strides = tuple(t.stride(d) for d in range(t.dim()))
-        raise ValueError(f"tmanorm: {name} must be a contiguous vector of {cols} elements, "
-                         f"is shape {tuple(t.shape)} with strides {strides}")
-
-
-_Call = collections.namedtuple("_Call", "rows cols dtypes inputs")
-_Call.__doc__ = """A checked call: [rows, cols], its _LaunchDtypes, and (tensor, row_stride) per input
-in the fusion's order (row_stride 0 for vectors)."""
-
-
-def _prepare(op, tensors, out_dtype=None):
-    """Checks a call of op on tensors (name -> tensor, for every input of _OP_INPUTS[op]) before
-    anything is launched: layout, device, shape and dtypes. Needs only the tensors' attributes."""
-    x = tensors["x"]
-    rows, cols, stride = _rows_view(x, "x")
-    strides = {"x": stride}
-    for name in _OP_INPUTS[op][1:]:
-        t = tensors[name]
-        if name == "residual":
-            if not t.is_cuda or t.device != x.device:
-                raise ValueError(f"tmanorm: {op}: residual is on {t.device} but x is on {x.device}; "
-                                 "they must share one device")
-            if tuple(t.shape) != tuple(x.shape):
-                raise ValueError(f"tmanorm: {op}: residual has shape {tuple(t.shape)} but x has shape "
-                                 f"{tuple(x.shape)}; residual must match x's shape")
-            strides[name] = _rows_view(t, name, cols)[2]
-        else:
-            _check_vector(t, name, cols, x.device)
-            strides[name] = 0
-    dtypes = _launch_dtypes(op, {n: str(t.dtype) for n, t in tensors.items()}, out_dtype)
-    inputs = [(tensors[n], strides[n]) for n in _OP_INPUTS[op]]
-    return _Call(rows, cols, dtypes, inputs)
-
-
-def _launch_tensors(pairs, codes):
-    """tn_tensor per (tensor, row_stride), each labelled with its own dtype code."""
-    assert len(pairs) == len(codes)
-    return [_Tensor(t.data_ptr(), code, stride) for (t, stride), code in zip(pairs, codes)]
-
-
-# ---- the ops ------------------------------------------------------------------
-
-def _stream(torch, device):
-    return ctypes.c_void_p(torch.cuda.current_stream(device).cuda_stream)
-
-
-def _run(op, tensors, eps, out_dtype=None, pdl=None):
+try:
     import torch
-    pdl_code = _pdl_code(pdl)
-    call = _prepare(op, tensors, out_dtype)
-    x = tensors["x"]
-    y = torch.empty(x.shape, dtype=x.dtype if out_dtype is None else out_dtype, device=x.device)
-    outs = [y] + [torch.empty(x.shape, dtype=x.dtype, device=x.device) for _ in _OP_OUTPUTS[op][1:]]
-    if call.rows > 0:  # an empty batch: nothing to compute, nothing to launch
-        device = x.device.index if x.device.index is not None else torch.cuda.current_device()
-        ctx = _context(device)
-        plan = ctx.plan(op, call.dtypes.options, call.rows, call.cols, 0, pdl_code)
-        ins = _launch_tensors(call.inputs, call.dtypes.inputs)
-        out_args = _launch_tensors([(o, call.cols) for o in outs], call.dtypes.outputs)
-        params = [] if eps is None else [float(eps)]
-        ctx.launch(plan, ins, out_args, params, _stream(torch, x.device))
-    return outs[0] if len(outs) == 1 else tuple(outs)
+except ImportError:  # explain() works without torch; the ops need it
+    torch = None
+if torch is not None and hasattr(torch.library, "custom_op"):  # torch >= 2.4
+    from . import _ops
+else:
+    _ops = None  # (set only here: `from . import _ops` would return an existing attribute)
+
+__all__ = ["rms_norm", "layer_norm", "softmax", "add_rms_norm", "fused_add_rms_norm_", "explain",
+           "TmanormError", "__version__"]
+
+__version__ = _native.version()
+
+
+def _need_torch(op):
+    if _ops is None:
+        raise ImportError(f"tmanorm.{op} needs PyTorch 2.4 or newer "
+                          f"({'torch ' + torch.__version__ if torch else 'no torch'} here); explain() works without it")
+
+
+def _refuse_grad(op, tensors, mutating=False):
+    """Refuses inputs that require grad, before anything is allocated. Traced, a functional op's
+    autograd refuses with this message (a raise traced here reaches the user wrapped as dynamo's
+    "observed exception"); a mutating op has none, so it is refused here, traced or not."""
+    if mutating or not torch.compiler.is_compiling():
+        _ops.refuse_grad(op, tensors)
+
+
+def _check_normalized_shape(op, normalized_shape, x):
+    """normalized_shape, when given, must name x's last dimension alone."""
+    if normalized_shape is None:
+        return
+    one = isinstance(normalized_shape, (numbers.Integral, torch.SymInt))
+    shape = (normalized_shape,) if one else tuple(normalized_shape)
+    if shape != (x.shape[-1],):
+        raise ValueError(f"tmanorm: {op}: normalized_shape {shape} is not ({x.shape[-1]},): tmanorm normalizes "
+                         "over the last dimension only (reshape x so that it is the only one)")
+
+
+def _legacy_eps(op, value, eps):
+    """The eps of a call in the older form op(x, weight, ..., eps): value is what landed in the slot
+    after the shifted tensors (None or the eps given positionally), eps the keyword."""
+    if value is None:
+        return eps
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return float(value)
+    raise TypeError(f"tmanorm: {op}: a tensor as normalized_shape reads as the older form {op}(x, weight, ...), "
+                    f"which takes no {type(value).__name__} there; use {op}(x, normalized_shape, weight, ...)")
+
+
+def _check_out(op, out, out_dtype):
+    """out= (None, or a tensor whose dtype out_dtype, when given, repeats); the ops check the rest."""
+    if out is None:
+        return
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"tmanorm: {op}: out= must be a tensor, not {type(out).__name__}")
+    if out_dtype is not None and out_dtype != out.dtype:
+        raise TypeError(f"tmanorm: {op}: out_dtype {out_dtype} differs from out's dtype {out.dtype} "
+                        "(give one, or both the same)")
 
 
 # pdl: programmatic dependent launch. None (the default): on where the GPU has it (sm_90+), as
 # FlashInfer's enable_pdl does on Hopper; True: on (an error below sm_90); False: off.
 
-def rms_norm(x, weight, eps=1e-6, out_dtype=None, pdl=None):
-    """y = x * rsqrt(mean(x^2) + eps) * weight over the last dimension."""
-    return _run("rms_norm", {"x": x, "weight": weight}, eps, out_dtype, pdl)
+def rms_norm(x, normalized_shape=None, weight=None, eps=None, *, out=None, out_dtype=None, pdl=None):
+    """y = x * rsqrt(mean(x^2) + eps) * weight over the last dimension, as F.rms_norm: eps None is
+    torch.finfo(x.dtype).eps, weight None is ones. The older form rms_norm(x, weight, eps=1e-6)
+    (a tensor second) still works, with its default eps of 1e-6."""
+    _need_torch("rms_norm")
+    _native.pdl_code(pdl)  # refuses anything but None, True, False
+    if isinstance(normalized_shape, torch.Tensor):
+        normalized_shape, weight, eps = None, normalized_shape, _legacy_eps("rms_norm", weight, eps)
+        eps = 1e-6 if eps is None else eps
+    _check_normalized_shape("rms_norm", normalized_shape, x)
+    if eps is None:
+        eps = torch.finfo(x.dtype).eps if x.dtype.is_floating_point else 0.0  # (a bad dtype is refused below)
+    _check_out("rms_norm", out, out_dtype)
+    _refuse_grad("rms_norm", {"x": x, "weight": weight, "out": out}, out is not None)
+    if out is None:
+        return torch.ops.tmanorm.rms_norm(x, weight, eps, out_dtype, pdl)
+    torch.ops.tmanorm.rms_norm_out(x, weight, eps, pdl, out)
+    return out
 
 
-def layer_norm(x, weight, bias, eps=1e-5, out_dtype=None, pdl=None):
-    """y = (x - mean) * rsqrt(var + eps) * weight + bias over the last dimension (weight, bias: one dtype)."""
-    return _run("layer_norm", {"x": x, "weight": weight, "bias": bias}, eps, out_dtype, pdl)
+def layer_norm(x, normalized_shape=None, weight=None, bias=None, eps=1e-5, *, out=None, out_dtype=None, pdl=None):
+    """y = (x - mean) * rsqrt(var + eps) * weight + bias over the last dimension, as F.layer_norm;
+    weight None is ones, bias None zeros (weight and bias: one dtype). The older form
+    layer_norm(x, weight, bias, eps) (a tensor second) still works."""
+    _need_torch("layer_norm")
+    _native.pdl_code(pdl)  # refuses anything but None, True, False
+    if isinstance(normalized_shape, torch.Tensor):
+        normalized_shape, weight, bias, eps = None, normalized_shape, weight, _legacy_eps("layer_norm", bias, eps)
+    _check_normalized_shape("layer_norm", normalized_shape, x)
+    _check_out("layer_norm", out, out_dtype)
+    _refuse_grad("layer_norm", {"x": x, "weight": weight, "bias": bias, "out": out}, out is not None)
+    if out is None:
+        return torch.ops.tmanorm.layer_norm(x, weight, bias, eps, out_dtype, pdl)
+    torch.ops.tmanorm.layer_norm_out(x, weight, bias, eps, pdl, out)
+    return out
 
 
-def softmax(x, out_dtype=None, pdl=None):
-    """Softmax over the last dimension."""
-    return _run("softmax", {"x": x}, None, out_dtype, pdl)
+def softmax(x, dim=-1, *, out=None, out_dtype=None, pdl=None):
+    """Softmax over the last dimension (dim must name it)."""
+    _need_torch("softmax")
+    _native.pdl_code(pdl)  # refuses anything but None, True, False
+    if isinstance(dim, torch.dtype):  # the older form softmax(x, out_dtype)
+        dim, out_dtype = -1, dim
+    if not isinstance(dim, numbers.Integral) or isinstance(dim, bool):
+        raise TypeError(f"tmanorm: softmax: dim must be an int, not {type(dim).__name__}")
+    if dim not in (-1, x.dim() - 1):
+        raise ValueError(f"tmanorm: softmax: dim {dim} is not the last dimension; tmanorm's softmax runs over "
+                         f"the last dimension only (dim=-1 or {x.dim() - 1}): move the dimension last first")
+    _check_out("softmax", out, out_dtype)
+    _refuse_grad("softmax", {"x": x, "out": out}, out is not None)
+    if out is None:
+        return torch.ops.tmanorm.softmax(x, out_dtype, pdl)
+    torch.ops.tmanorm.softmax_out(x, pdl, out)
+    return out
 
 
-def add_rms_norm(x, residual, weight, eps=1e-6, out_dtype=None, pdl=None):
-    """(rms_norm(x + residual), x + residual), the sum rounded to x's dtype (residual: x's dtype and shape)."""
-    return _run("add_rms_norm", {"x": x, "residual": residual, "weight": weight}, eps, out_dtype, pdl)
+def add_rms_norm(x, residual, weight=None, eps=1e-6, *, out=None, out_dtype=None, pdl=None):
+    """(rms_norm(x + residual), x + residual), the sum rounded to x's dtype (residual: x's dtype and
+    shape); weight None is ones. out: a pair (y, sum) to write into."""
+    _need_torch("add_rms_norm")
+    _native.pdl_code(pdl)  # refuses anything but None, True, False
+    outs = {}
+    if out is not None:
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            raise TypeError("tmanorm: add_rms_norm: out= must be a pair of tensors (y, sum)")
+        _check_out("add_rms_norm", out[0], out_dtype)
+        _check_out("add_rms_norm", out[1], None)
+        outs = {"out[0]": out[0], "out[1]": out[1]}
+    _refuse_grad("add_rms_norm", dict({"x": x, "residual": residual, "weight": weight}, **outs), out is not None)
+    if out is None:
+        return torch.ops.tmanorm.add_rms_norm(x, residual, weight, eps, out_dtype, pdl)
+    torch.ops.tmanorm.add_rms_norm_out(x, residual, weight, eps, pdl, out[0], out[1])
+    return tuple(out)
+
+
+def fused_add_rms_norm_(x, residual, weight=None, eps=1e-6, *, pdl=None):
+    """In place, as inference engines' fused_add_rms_norm: residual <- x + residual (in x's dtype),
+    then x <- rms_norm(residual) * weight. Returns (x, residual)."""
+    _need_torch("fused_add_rms_norm_")
+    _native.pdl_code(pdl)  # refuses anything but None, True, False
+    _refuse_grad("fused_add_rms_norm_", {"x": x, "residual": residual, "weight": weight}, True)
+    torch.ops.tmanorm.fused_add_rms_norm_(x, residual, weight, eps, pdl)
+    return x, residual
+
+
+# ---- explain and introspection -----------------------------------------------------
+
+# explain()'s op names: the module's, and the command-line tool's.
+_OP_NAMES = dict({op: op for op in _core.OP_INPUTS},
+                 rmsnorm="rms_norm", layernorm="layer_norm", add_rmsnorm="add_rms_norm")
+# explain()'s dtype names, as the command-line tool and the library spell them, and torch's.
+_F32, _F16, _BF16, _F8 = _core.F32, _core.F16, _core.BF16, _core.F8E4M3
+_DTYPE_NAMES = {"f32": _F32, "fp32": _F32, "float32": _F32, "float": _F32, "torch.float32": _F32,
+                "f16": _F16, "fp16": _F16, "float16": _F16, "half": _F16, "torch.float16": _F16,
+                "bf16": _BF16, "bfloat16": _BF16, "torch.bfloat16": _BF16,
+                "f8e4m3": _F8, "fp8": _F8, "e4m3": _F8, "float8_e4m3fn": _F8, "torch.float8_e4m3fn": _F8}
 
 
 def _explain_op(op):
@@ -412,26 +200,43 @@ def _explain_op(op):
     return name
 
 
-def _explain_dtype(dtype):
+def _explain_dtype(dtype, what="dtype", output=False):
     code = _DTYPE_NAMES.get(dtype if isinstance(dtype, str) else str(dtype))
     if code is None:
-        raise ValueError(f"tmanorm: explain: unknown dtype {dtype!r}; dtypes: {', '.join(_DTYPE_NAMES)} "
-                         "or a torch dtype among float32, float16, bfloat16")
+        raise ValueError(f"tmanorm: explain: unknown {what} {dtype!r}; dtypes: {', '.join(_DTYPE_NAMES)} "
+                         "or a torch dtype among float32, float16, bfloat16, float8_e4m3fn")
+    if code == _F8 and not output:
+        raise ValueError(f"tmanorm: explain: {what} {dtype!r}: f8e4m3 is an output dtype only (out_dtype=)")
     return code
 
 
-def explain(op, rows, cols, dtype="bf16", target=None, pdl=None):
-    """The plan tmanorm makes for a built-in at [rows, cols] with every tensor in dtype, as text.
+def explain(op, rows, cols, dtype="bf16", target=None, pdl=None, *, weight_dtype=None, out_dtype=None):
+    """The plan tmanorm makes for a built-in at [rows, cols], as text.
 
     op: rms_norm, layer_norm, softmax, add_rms_norm (or the command-line tool's rmsnorm, layernorm,
-    add_rmsnorm); dtype: f32, f16, bf16 (or fp32, float32, fp16, float16, half, bfloat16, or a torch
-    dtype); target: "h200", "h100", "a100" to plan for that GPU (default: the GPU here, else h200)."""
-    name, code = _explain_op(op), _explain_dtype(dtype)
-    if target is None and not _has_gpu():
+    add_rmsnorm); dtype: x's (and every other tensor's unless weight_dtype, out_dtype say), as
+    f32, f16, bf16, their aliases (fp32, float32, float, fp16, float16, half, bfloat16) or a torch
+    dtype; out_dtype may also be f8e4m3 (fp8, e4m3, torch.float8_e4m3fn); target: "h200", "h100",
+    "a100" to plan for that GPU (default: the GPU here, else h200). One context a target, kept."""
+    name = _explain_op(op)
+    xd = _explain_dtype(dtype)
+    wd = xd if weight_dtype is None else _explain_dtype(weight_dtype, "weight_dtype")
+    od = xd if out_dtype is None else _explain_dtype(out_dtype, "out_dtype", output=True)
+    if target is None and not _native.has_gpu():
         target = "h200"
-    ctx = _context(0, target)
-    plan = ctx.make_plan(name, (code,) * 3, rows, cols, 0, _pdl_code(pdl))
+    ctx = _native.context(0, target)
+    plan = ctx.make_plan(name, (xd, wd, od), rows, cols, 0, _native.pdl_code(pdl))
     try:
-        return ctx.describe(plan, _DESCRIBE_TEXT)
+        return ctx.describe(plan, _native.DESCRIBE_TEXT)
     finally:
-        _library().tn_plan_destroy(plan)
+        _native.library().tn_plan_destroy(plan)
+
+
+def _plan_cache_info(device=None):
+    """The launch path's plan caches (every device's, or one's), summed: plans held, capacity,
+    created, evicted, hits, pinned (launched during CUDA graph capture), and kernels (distinct
+    generated sources among the plans held)."""
+    infos = [ctx.info() for (dev, target), ctx in list(_native.contexts.items())
+             if target is None and (device is None or dev == device)]
+    keys = ("plans", "capacity", "created", "evicted", "hits", "pinned", "kernels")
+    return {k: sum(i[k] for i in infos) for k in keys}

@@ -2,11 +2,17 @@
 tensors (odd shapes, strided rows, every dtype), every mixed-dtype combination
 the binding accepts (x, weight and out_dtype, f8 outputs on sm_89+) against a
 float64 reference, the combinations and layouts it refuses (each error naming
-the tensor), empty batches, size-1 dimensions with odd strides, and rmsnorm
+the tensor), empty batches, size-1 dimensions with odd strides; the torch ops'
+API: F-style arguments with weight/bias None and eps None, out= (padded, f8,
+over an input), the in-place fused_add_rms_norm_, the older call forms,
+torch.compile(fullgraph=True) against eager (aot_eager, inductor, inductor
+with CUDA graphs), CUDA graph capture and replay, requires_grad refused; the
+plans made for 1000 row counts at one N (reported, not judged); and rmsnorm
 timed against torch's F.rms_norm in CUDA graphs at one shape.
-Run on the device: python3 tests/gpu/test_torch.py [--sanitize]"""
+Run on the device: python3 tests/gpu/test_torch.py [--sanitize | --api]"""
 import os
 import sys
+import time
 
 import torch
 import torch.nn.functional as F
@@ -87,9 +93,10 @@ def check_ops():
             b = torch.randn(cols, device="cuda", dtype=dt)
             x64, w64 = x.double(), w.double()
             cases = {
-                "rms_norm": (tmanorm.rms_norm(x, w, 1e-6), F.rms_norm(x64, (cols,), w64, 1e-6)),
-                "layer_norm": (tmanorm.layer_norm(x, w, b, 1e-5), F.layer_norm(x64, (cols,), w64, b.double(), 1e-5)),
-                "softmax": (tmanorm.softmax(x), torch.softmax(x64, -1)),
+                "rms_norm": (tmanorm.rms_norm(x, (cols,), w, 1e-6), F.rms_norm(x64, (cols,), w64, 1e-6)),
+                "layer_norm": (tmanorm.layer_norm(x, (cols,), w, b, 1e-5),
+                               F.layer_norm(x64, (cols,), w64, b.double(), 1e-5)),
+                "softmax": (tmanorm.softmax(x, -1), torch.softmax(x64, -1)),
             }
             y, h = tmanorm.add_rms_norm(x, r, w, 1e-6)
             h_ref = (x.float() + r.float()).to(dt)
@@ -294,6 +301,342 @@ def check_size_one_dims():
             check_out(h, h_ref.double(), torch.bfloat16, f"add_rms_norm.sum {tag}")
 
 
+# ---- the torch ops' API ----------------------------------------------------------------
+
+def check_new_api():
+    """F-style arguments: normalized_shape, weight and bias None (ones, zeros), eps None
+    (torch.finfo(x.dtype).eps, as F.rms_norm), softmax's dim, against float64 PyTorch."""
+    for dt in DTYPES:
+        for shape in ((3, 1000), (257, 4096), (2, 5, 4097)):
+            cols = shape[-1]
+            x = torch.randn(shape, device="cuda", dtype=dt)
+            r = torch.randn(shape, device="cuda", dtype=dt)
+            w = torch.rand(cols, device="cuda", dtype=dt) + 0.5
+            b = torch.randn(cols, device="cuda", dtype=dt)
+            x64, w64, b64 = x.double(), w.double(), b.double()
+            eps = torch.finfo(dt).eps
+            tag = f"{dt} {shape}"
+            h_ref = (x.float() + r.float()).to(dt)
+            cases = [
+                ("rms_norm(x)", tmanorm.rms_norm(x), F.rms_norm(x64, (cols,), None, eps)),
+                ("rms_norm(x, (N,), w)", tmanorm.rms_norm(x, (cols,), w), F.rms_norm(x64, (cols,), w64, eps)),
+                ("rms_norm(x, N, None, 1e-5)", tmanorm.rms_norm(x, cols, None, 1e-5),
+                 F.rms_norm(x64, (cols,), None, 1e-5)),
+                ("layer_norm(x)", tmanorm.layer_norm(x), F.layer_norm(x64, (cols,))),
+                ("layer_norm(x, (N,), w)", tmanorm.layer_norm(x, (cols,), w), F.layer_norm(x64, (cols,), w64)),
+                ("layer_norm(x, None, None, b)", tmanorm.layer_norm(x, None, None, b),
+                 F.layer_norm(x64, (cols,), None, b64)),
+                ("softmax(x, dim=last)", tmanorm.softmax(x, x.dim() - 1), torch.softmax(x64, -1)),
+                ("add_rms_norm(x, r) y", tmanorm.add_rms_norm(x, r)[0],
+                 F.rms_norm(h_ref.double(), (cols,), None, 1e-6)),
+                ("add_rms_norm(x, r) sum", tmanorm.add_rms_norm(x, r)[1], h_ref.double()),
+            ]
+            for what, got, want in cases:
+                check_out(got, want, dt, f"{what} {tag}")
+    # weight None with f8 and f32 outputs; the ones stand-in made once per (N, dtype, device)
+    x = torch.randn(33, 1000, device="cuda", dtype=torch.bfloat16)
+    want = F.rms_norm(x.double(), (1000,), None, 1e-6)
+    check_out(tmanorm.rms_norm(x, None, None, 1e-6, out_dtype=torch.float32), want, torch.float32,
+              "rms_norm weight=None out_dtype f32")
+    if has_f8():
+        check_out(tmanorm.rms_norm(x, None, None, 1e-6, out_dtype=F8), want, F8, "rms_norm weight=None out_dtype f8")
+        check_out(tmanorm.layer_norm(x, out_dtype=F8), F.layer_norm(x.double(), (1000,)), F8,
+                  "layer_norm weight=bias=None out_dtype f8")
+        check_out(tmanorm.softmax(x, out_dtype=F8), torch.softmax(x.double(), -1), F8, "softmax out_dtype f8")
+    # Refused arguments, on CUDA tensors.
+    w = torch.ones(1000, device="cuda", dtype=torch.bfloat16)
+    for what, fn, kinds, needles in (
+        ("normalized_shape of two dims", lambda: tmanorm.rms_norm(x, (33, 1000), w), (ValueError,),
+         ["normalized_shape", "last dimension only"]),
+        ("normalized_shape not N", lambda: tmanorm.layer_norm(x, (999,)), (ValueError,), ["normalized_shape"]),
+        ("softmax dim 0", lambda: tmanorm.softmax(x, 0), (ValueError,), ["dim 0", "last dimension"]),
+    ):
+        expect_refusal(what, fn, kinds, needles)
+
+
+def check_older_forms():
+    """The 0.1 calls (bench/compare.py's): rms_norm(x, w, eps), layer_norm(x, w, b, eps), softmax(x,
+    out_dtype), bit-identical to the F-style ones; rms_norm(x, w) keeps eps 1e-6."""
+    x = torch.randn(64, 4096, device="cuda", dtype=torch.bfloat16)
+    w = torch.rand(4096, device="cuda", dtype=torch.bfloat16) + 0.5
+    b = torch.randn(4096, device="cuda", dtype=torch.bfloat16)
+    pairs = {
+        "rms_norm(x, w, 1e-5)": (tmanorm.rms_norm(x, w, 1e-5), tmanorm.rms_norm(x, None, w, 1e-5)),
+        "rms_norm(x, w)": (tmanorm.rms_norm(x, w), tmanorm.rms_norm(x, None, w, 1e-6)),
+        "rms_norm(x, w, eps=1e-3, pdl=False)": (tmanorm.rms_norm(x, w, eps=1e-3, pdl=False),
+                                                tmanorm.rms_norm(x, None, w, 1e-3, pdl=False)),
+        "layer_norm(x, w, b, 1e-3)": (tmanorm.layer_norm(x, w, b, 1e-3), tmanorm.layer_norm(x, None, w, b, 1e-3)),
+        "layer_norm(x, w, b)": (tmanorm.layer_norm(x, w, b), tmanorm.layer_norm(x, None, w, b, 1e-5)),
+        "softmax(x, torch.float32)": (tmanorm.softmax(x, torch.float32), tmanorm.softmax(x, out_dtype=torch.float32)),
+    }
+    for what, (old, new) in pairs.items():
+        report(torch.equal(old, new), f"older form {what} equals the F-style call")
+
+
+def check_out_param():
+    """out=: the tensor given comes back, written; padded rows keep their padding; f8 out=; out=
+    over an input (written through fresh tensors, copied in); the checks on out."""
+    n, rows, dt = 4096, 64, torch.bfloat16
+    x = torch.randn(rows, n, device="cuda", dtype=dt)
+    r = torch.randn(rows, n, device="cuda", dtype=dt)
+    w = torch.rand(n, device="cuda", dtype=dt) + 0.5
+    want = F.rms_norm(x.double(), (n,), w.double(), 1e-6)
+    o = torch.empty_like(x)
+    report(tmanorm.rms_norm(x, None, w, 1e-6, out=o) is o, "rms_norm out= returns the tensor given")
+    check_out(o, want, dt, "rms_norm out=")
+    base = torch.full((rows, n + 64), 7.0, device="cuda", dtype=dt)
+    tmanorm.rms_norm(x, None, w, 1e-6, out=base[:, :n])
+    check_out(base[:, :n], want, dt, "rms_norm out= padded rows")
+    report(bool((base[:, n:] == 7).all()), "rms_norm out= padded rows: the padding untouched")
+    o32 = torch.empty(rows, n, device="cuda", dtype=torch.float32)
+    tmanorm.layer_norm(x, None, w, None, out=o32)
+    check_out(o32, F.layer_norm(x.double(), (n,), w.double()), torch.float32, "layer_norm out= f32")
+    s = torch.empty_like(x)
+    tmanorm.softmax(x, out=s)
+    check_out(s, torch.softmax(x.double(), -1), dt, "softmax out=")
+    if has_f8():
+        o8 = torch.empty(rows, n, device="cuda", dtype=F8)
+        tmanorm.rms_norm(x, None, w, 1e-6, out=o8)
+        check_out(o8, want, F8, "rms_norm out= f8")
+    xc = x.clone()
+    tmanorm.rms_norm(xc, None, w, 1e-6, out=xc)
+    check_out(xc, want, dt, "rms_norm out=x (in place through out=)")
+    h_ref = (x.float() + r.float()).to(dt)
+    rc, y = r.clone(), torch.empty_like(x)
+    got = tmanorm.add_rms_norm(x, rc, w, 1e-6, out=(y, rc))
+    report(got[0] is y and got[1] is rc, "add_rms_norm out= returns the pair given")
+    check_out(y, F.rms_norm(h_ref.double(), (n,), w.double(), 1e-6), dt, "add_rms_norm out=(y, residual) y")
+    check_out(rc, h_ref.double(), dt, "add_rms_norm out=(y, residual) sum in residual")
+    for what, fn, kinds, needles in (
+        ("out= of another shape", lambda: tmanorm.rms_norm(x, out=torch.empty(rows, n - 1, device="cuda", dtype=dt)),
+         (ValueError,), ["out= y", "shape"]),
+        ("out= int8", lambda: tmanorm.rms_norm(x, out=torch.empty(rows, n, device="cuda", dtype=torch.int8)),
+         (TypeError,), ["out= y", "torch.int8"]),
+        ("out= on the CPU", lambda: tmanorm.softmax(x, out=torch.empty(rows, n, dtype=dt)), (ValueError,), ["out= y"]),
+        ("out= transposed", lambda: tmanorm.softmax(x, out=torch.empty(n, rows, device="cuda", dtype=dt).t()),
+         (ValueError,), ["out= y", "not contiguous"]),
+        ("out= and another out_dtype", lambda: tmanorm.rms_norm(x, out=o, out_dtype=torch.float32), (TypeError,),
+         ["out_dtype"]),
+        ("add_rms_norm out= sum in f32", lambda: tmanorm.add_rms_norm(x, r, w, out=(y, o32)), (TypeError,),
+         ["out= sum"]),
+        ("add_rms_norm out= overlapping each other", lambda: tmanorm.add_rms_norm(x, r, w, out=(y, y)), (ValueError,),
+         ["overlap each other"]),
+    ):
+        expect_refusal(what, fn, kinds, needles)
+
+
+def check_fused_in_place():
+    """fused_add_rms_norm_(x, residual, w): residual <- x + residual, x <- rms_norm(residual) * w,
+    in place (the same storage), bit-identical to add_rms_norm."""
+    for dt in DTYPES:
+        for shape, wd in (((7, 1000), dt), ((2, 64, 4096), torch.float32), ((1, 65537), dt), ((300, 8192), None)):
+            cols = shape[-1]
+            x = torch.randn(shape, device="cuda", dtype=dt)
+            r = torch.randn(shape, device="cuda", dtype=dt)
+            w = None if wd is None else (torch.rand(cols, device="cuda") + 0.5).to(wd)
+            h_ref = (x.float() + r.float()).to(dt)
+            y_ref = F.rms_norm(h_ref.double(), (cols,), None if w is None else w.double(), 1e-6)
+            xi, ri = x.clone(), r.clone()
+            ptrs = (xi.data_ptr(), ri.data_ptr())
+            got = tmanorm.fused_add_rms_norm_(xi, ri, w, 1e-6)
+            tag = f"{dt} {shape} weight {wd}"
+            report(got[0] is xi and got[1] is ri and (xi.data_ptr(), ri.data_ptr()) == ptrs,
+                   f"fused_add_rms_norm_ {tag}: returns (x, residual), same storage")
+            check_out(xi, y_ref, dt, f"fused_add_rms_norm_ {tag}: y in x")
+            check_out(ri, h_ref.double(), dt, f"fused_add_rms_norm_ {tag}: sum in residual")
+            y, h = tmanorm.add_rms_norm(x, r, w, 1e-6)
+            report(torch.equal(y, xi) and torch.equal(h, ri), f"fused_add_rms_norm_ {tag}: the bits of add_rms_norm")
+    # A view with padded rows: only the view is written.
+    base = torch.randn(16, 1100, device="cuda", dtype=torch.bfloat16)
+    rbase = torch.randn(16, 1100, device="cuda", dtype=torch.bfloat16)
+    keep, rkeep = base[:, 1000:].clone(), rbase[:, 1000:].clone()
+    xv, rv = base[:, :1000], rbase[:, :1000]
+    y, h = tmanorm.add_rms_norm(xv, rv)
+    tmanorm.fused_add_rms_norm_(xv, rv)
+    report(torch.equal(xv, y) and torch.equal(rv, h) and torch.equal(base[:, 1000:], keep)
+           and torch.equal(rbase[:, 1000:], rkeep), "fused_add_rms_norm_ on padded views: the padding untouched")
+
+
+def check_empty_batch_api():
+    """M = 0 through the new arguments: weight None, out=, f8, the in-place variant."""
+    n = 64
+    for shape in ((0, n), (3, 0, n)):
+        x = torch.empty(shape, device="cuda", dtype=torch.bfloat16)
+        o = torch.empty(shape, device="cuda", dtype=torch.float32)
+        ok = tmanorm.rms_norm(x).shape == shape and tmanorm.layer_norm(x, out=o) is o
+        ok = ok and tmanorm.softmax(x, -1, out_dtype=F8 if has_f8() else None).shape == shape
+        r = torch.empty_like(x)
+        ok = ok and tmanorm.fused_add_rms_norm_(x, r) == (x, r)
+        y, h = tmanorm.add_rms_norm(x, r, None, out=(torch.empty_like(x), torch.empty_like(x)))
+        report(ok and y.shape == h.shape == shape, f"empty batch {shape}: weight None, out=, f8, in place")
+    torch.cuda.synchronize()
+
+
+def check_requires_grad():
+    """Inputs that require grad (grad mode on) are refused, eager and compiled; under no_grad,
+    inference_mode or detached they are taken (a Parameter as the weight included)."""
+    x = torch.randn(8, 256, device="cuda", dtype=torch.bfloat16)
+    xg = x.clone().requires_grad_(True)
+    wg = torch.nn.Parameter(torch.rand(256, device="cuda", dtype=torch.bfloat16) + 0.5)
+    cases = [
+        ("rms_norm x", lambda: tmanorm.rms_norm(xg)),
+        ("rms_norm weight (a Parameter)", lambda: tmanorm.rms_norm(x, None, wg)),
+        ("layer_norm bias", lambda: tmanorm.layer_norm(x, None, None, wg)),
+        ("softmax", lambda: tmanorm.softmax(xg)),
+        ("add_rms_norm residual", lambda: tmanorm.add_rms_norm(x, xg)),
+        ("fused_add_rms_norm_ weight", lambda: tmanorm.fused_add_rms_norm_(x.clone(), x.clone(), wg)),
+        ("out=", lambda: tmanorm.rms_norm(xg, out=torch.empty_like(x))),
+        ("torch.ops.tmanorm.rms_norm", lambda: torch.ops.tmanorm.rms_norm(xg, None, 1e-6, None, None)),
+        ("compiled rms_norm (aot_eager)",
+         lambda: torch.compile(lambda a, w: tmanorm.rms_norm(a, None, w), backend="aot_eager", fullgraph=True)(x, wg)),
+        ("compiled layer_norm (inductor)",
+         lambda: torch.compile(lambda a: tmanorm.layer_norm(a), fullgraph=True)(xg)),
+    ]
+    for what, fn in cases:
+        torch._dynamo.reset()
+        expect_refusal(f"requires_grad: {what}", fn, (RuntimeError,), ["has no backward yet"])
+    torch._dynamo.reset()
+    expect_refusal("requires_grad: compiled fused_add_rms_norm_",
+                   lambda: torch.compile(lambda a, b, w: tmanorm.fused_add_rms_norm_(a, b, w), fullgraph=True)(
+                       x.clone(), x.clone(), wg), (RuntimeError,), [])
+    want = F.rms_norm(x.double(), (256,), wg.detach().double(), 1e-6)
+    with torch.no_grad():
+        y = tmanorm.rms_norm(xg, None, wg, 1e-6)
+    check_out(y, want, torch.bfloat16, "requires_grad under no_grad: taken")
+    report(not y.requires_grad, "requires_grad under no_grad: the output needs no grad")
+    with torch.inference_mode():
+        check_out(tmanorm.rms_norm(xg, None, wg, 1e-6), want, torch.bfloat16, "requires_grad under inference_mode")
+    check_out(tmanorm.rms_norm(xg.detach(), None, wg.detach(), 1e-6), want, torch.bfloat16, "requires_grad, detached")
+
+
+def block(x, residual, w, b):
+    """A decoder's norms: rms_norm, layer_norm, add_rms_norm, the in-place variant, softmax, out= and f8."""
+    n = x.shape[-1]
+    a = tmanorm.rms_norm(x, (n,), w, 1e-6)
+    c = tmanorm.layer_norm(a, (n,), w, b, 1e-5)
+    y, h = tmanorm.add_rms_norm(c, residual, w, 1e-6)
+    tmanorm.fused_add_rms_norm_(y, h, w, 1e-6)
+    s = torch.empty_like(y)
+    tmanorm.softmax(y * 0.5, out=s)
+    q = tmanorm.rms_norm(h, None, None, 1e-6, out_dtype=F8 if has_f8() else torch.float32)
+    return a, c, y, h, s, q
+
+
+def same(got, want, what):
+    """Reports got against want: the same bits expected (the same kernels on the same inputs)."""
+    for i, (g, w) in enumerate(zip(got, want)):
+        if not torch.equal(g.float(), w.float()):
+            diff = (g.float() - w.float()).abs().max().item()
+            report(False, f"{what}: output {i} differs from eager (max |diff| {diff:.3g})")
+            return
+    report(True, f"{what}: the bits of eager")
+
+
+def check_compile():
+    """torch.compile(fullgraph=True) of block (no graph break, or it raises) against eager, with
+    aot_eager, inductor and inductor's CUDA graphs, at two row counts."""
+    n = 4096
+    w = torch.rand(n, device="cuda", dtype=torch.bfloat16) + 0.5
+    b = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+    with torch.no_grad():
+        for backend, mode in (("aot_eager", None), ("inductor", None), ("inductor", "reduce-overhead")):
+            torch._dynamo.reset()
+            try:
+                fn = torch.compile(block, backend=backend, mode=mode, fullgraph=True)
+                for rows in (256, 100, 256):
+                    x = torch.randn(rows, n, device="cuda", dtype=torch.bfloat16)
+                    r = torch.randn(rows, n, device="cuda", dtype=torch.bfloat16)
+                    want = block(x.clone(), r.clone(), w, b)
+                    got = [t.clone() for t in fn(x.clone(), r.clone(), w, b)]  # (CUDA graphs reuse outputs)
+                    same(got, want, f"compiled block {backend} mode {mode} [{rows}, {n}]")
+            except Exception as e:  # noqa: BLE001 - a compile failure is a failed check
+                report(False, f"compiled block {backend} mode {mode}: {type(e).__name__}: {str(e)[:2000]}")
+
+
+def check_cuda_graph():
+    """The ops captured in a CUDA graph (after a warm-up on the capture stream) and replayed on new
+    data: the bits of eager; the plans used are pinned."""
+    n, rows, dt = 4096, 512, torch.bfloat16
+    x = torch.randn(rows, n, device="cuda", dtype=dt)
+    r = torch.randn(rows, n, device="cuda", dtype=dt)
+    w = torch.rand(n, device="cuda", dtype=dt) + 0.5
+    b = torch.randn(n, device="cuda", dtype=dt)
+    xi, ri = torch.empty_like(x), torch.empty_like(r)
+    so = torch.empty(rows, n, device="cuda", dtype=torch.float32)
+
+    def step():
+        a = tmanorm.rms_norm(x, None, w, 1e-6)
+        c = tmanorm.layer_norm(x, None, None, b)  # the ones stand-in made in the warm-up
+        y, h = tmanorm.add_rms_norm(x, r)
+        xi.copy_(x)
+        ri.copy_(r)
+        tmanorm.fused_add_rms_norm_(xi, ri, w)
+        tmanorm.softmax(x, out=so)
+        return [a, c, y, h, xi, ri, so]
+
+    with torch.no_grad():
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            step()
+        torch.cuda.current_stream().wait_stream(stream)
+        torch.cuda.synchronize()
+        pinned = tmanorm._plan_cache_info()["pinned"]
+        graph = torch.cuda.CUDAGraph()
+        try:
+            with torch.cuda.graph(graph):
+                outs = step()
+        except Exception as e:  # noqa: BLE001 - a capture failure is a failed check
+            report(False, f"CUDA graph capture: {type(e).__name__}: {e}")
+            return
+        for _ in range(2):
+            x.copy_(torch.randn_like(x))
+            r.copy_(torch.randn_like(r))
+            graph.replay()
+            torch.cuda.synchronize()
+            got = [t.clone() for t in outs]
+            same(got, step(), "CUDA graph replay on new data")
+        info = tmanorm._plan_cache_info()
+        report(info["pinned"] > pinned, f"CUDA graph: the plans captured are pinned ({pinned} -> {info['pinned']})")
+
+
+def check_many_row_counts(n=4096, counts=1000):
+    """rms_norm at every row count 1..counts at one N: the plans the binding made (one a row count
+    today; reported, not judged) and the distinct kernels among them."""
+    dt = torch.bfloat16
+    x = torch.randn(counts, n, device="cuda", dtype=dt)
+    w = torch.rand(n, device="cuda", dtype=dt) + 0.5
+    ctx = tmanorm._native.context(torch.cuda.current_device())
+    sources = set()
+
+    def sweep():  # every plan made since the last sweep is still held (the cache keeps >= 3/4 of 256)
+        with ctx.lock:
+            for plan in ctx.cache.plans.values():
+                sources.add(hash(ctx.describe(plan, tmanorm._native.DESCRIBE_SOURCE)))
+
+    before = tmanorm._plan_cache_info()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    with torch.no_grad():
+        for m in range(1, counts + 1):
+            tmanorm.rms_norm(x[:m], None, w, 1e-6)
+            if m % 128 == 0:
+                sweep()
+    torch.cuda.synchronize()
+    took = time.perf_counter() - start
+    sweep()
+    after = tmanorm._plan_cache_info()
+    made = after["created"] - before["created"]
+    print(f"row counts 1..{counts} at N = {n} ({dt}): {made} plans made, {after['evicted'] - before['evicted']} "
+          f"evicted, {after['plans']} held (capacity {after['capacity']}), {len(sources)} distinct kernels "
+          f"(generated sources) among the plans made; {took:.2f} s, {took / counts * 1e3:.2f} ms a call, "
+          "plan making included", flush=True)
+    report(True, f"1000 row counts: {made} plans, {len(sources)} kernels (reported for the plan-per-M issue)")
+    for m in (1, 7, 500, counts):
+        check_out(tmanorm.rms_norm(x[:m], None, w, 1e-6), F.rms_norm(x[:m].double(), (n,), w.double(), 1e-6), dt,
+                  f"rms_norm at M = {m} after the sweep")
+
+
 def compare_rmsnorm(rows=32768, cols=4096):
     dt = torch.bfloat16
     nbytes = rows * cols * 2 * 2 + cols * 2
@@ -311,19 +654,32 @@ def compare_rmsnorm(rows=32768, cols=4096):
 
 
 if __name__ == "__main__":
-    # --sanitize: the checks tests/gpu/sanitize.sh runs under compute-sanitizer (no timing).
-    sanitize = "--sanitize" in sys.argv[1:]
+    # --sanitize: the checks tests/gpu/sanitize.sh runs under compute-sanitizer (and full.sh runs):
+    # no timing, no compiles, no graph capture, no 1000-plan sweep. --api: the torch ops' API only.
+    sanitize, api_only = "--sanitize" in sys.argv[1:], "--api" in sys.argv[1:]
     torch.manual_seed(0)
+    print(f"torch {torch.__version__}, tmanorm {tmanorm.__version__} ({tmanorm._native.find_library()})", flush=True)
+    if not api_only:
+        if not sanitize:
+            check_ops()
+        check_mixed_dtypes()
+        check_f8_saturation()
+        check_errors()
+        check_refused_combinations()
+        check_broadcast_refused()
+        check_empty_batch()
+        check_size_one_dims()
+    check_new_api()
+    check_older_forms()
+    check_out_param()
+    check_fused_in_place()
+    check_empty_batch_api()
     if not sanitize:
-        check_ops()
-    check_mixed_dtypes()
-    check_f8_saturation()
-    check_errors()
-    check_refused_combinations()
-    check_broadcast_refused()
-    check_empty_batch()
-    check_size_one_dims()
-    if not sanitize:
+        check_requires_grad()
+        check_compile()
+        check_cuda_graph()
+        check_many_row_counts()
+    if not sanitize and not api_only:
         compare_rmsnorm()
     print(f"{passed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
