@@ -18,7 +18,7 @@ configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/tmanormConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/tmanormConfig.cmake INSTALL_DESTINATION ${tn_cmake_dir})
 # The SONAME changes with the major version, so the package promises no more than that.
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/tmanormConfigVersion.cmake
-                                 COMPATIBILITY SameMajorVersion)
+                                 COMPATIBILITY SameMinorVersion) # as the SONAME, before 1.0
 install(FILES ${PROJECT_BINARY_DIR}/tmanormConfig.cmake ${PROJECT_BINARY_DIR}/tmanormConfigVersion.cmake
         DESTINATION ${tn_cmake_dir})
 

@@ -70,13 +70,18 @@ def _check_normalized_shape(op, normalized_shape, x):
                          "over the last dimension only (reshape x so that it is the only one)")
 
 
-def _legacy_eps(op, value, eps):
-    """The eps of a call in the older form op(x, weight, ..., eps): value is what landed in the slot
-    after the shifted tensors (None or the eps given positionally), eps the keyword."""
+def _legacy_eps(op, value, eps, out_dtype):
+    """(eps, out_dtype) of a call in the older form op(x, weight, ..., eps, out_dtype): value is what
+    landed in the slot after the shifted tensors (None or the eps given positionally), eps what landed
+    in eps's slot (None, or the older form's positional out_dtype)."""
+    if isinstance(eps, torch.dtype):
+        if out_dtype is not None and out_dtype != eps:
+            raise TypeError(f"tmanorm: {op}: two output dtypes, {eps} (positional) and {out_dtype}")
+        eps, out_dtype = None, eps
     if value is None:
-        return eps
+        return eps, out_dtype
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        return float(value)
+        return float(value), out_dtype
     raise TypeError(f"tmanorm: {op}: a tensor as normalized_shape reads as the older form {op}(x, weight, ...), "
                     f"which takes no {type(value).__name__} there; use {op}(x, normalized_shape, weight, ...)")
 
@@ -97,16 +102,17 @@ def _check_out(op, out, out_dtype):
 
 def rms_norm(x, normalized_shape=None, weight=None, eps=None, *, out=None, out_dtype=None, pdl=None):
     """y = x * rsqrt(mean(x^2) + eps) * weight over the last dimension, as F.rms_norm: eps None is
-    torch.finfo(x.dtype).eps, weight None is ones. The older form rms_norm(x, weight, eps=1e-6)
+    torch.finfo(torch.float32).eps (F.rms_norm's for f16, bf16 and f32 inputs), weight None is ones. The older form rms_norm(x, weight, eps=1e-6)
     (a tensor second) still works, with its default eps of 1e-6."""
     _need_torch("rms_norm")
     _native.pdl_code(pdl)  # refuses anything but None, True, False
     if isinstance(normalized_shape, torch.Tensor):
-        normalized_shape, weight, eps = None, normalized_shape, _legacy_eps("rms_norm", weight, eps)
+        eps, out_dtype = _legacy_eps("rms_norm", weight, eps, out_dtype)
+        normalized_shape, weight = None, normalized_shape
         eps = 1e-6 if eps is None else eps
     _check_normalized_shape("rms_norm", normalized_shape, x)
     if eps is None:
-        eps = torch.finfo(x.dtype).eps if x.dtype.is_floating_point else 0.0  # (a bad dtype is refused below)
+        eps = torch.finfo(torch.float32).eps  # F.rms_norm computes in f32 for these dtypes
     _check_out("rms_norm", out, out_dtype)
     _refuse_grad("rms_norm", {"x": x, "weight": weight, "out": out}, out is not None)
     if out is None:
@@ -122,7 +128,8 @@ def layer_norm(x, normalized_shape=None, weight=None, bias=None, eps=1e-5, *, ou
     _need_torch("layer_norm")
     _native.pdl_code(pdl)  # refuses anything but None, True, False
     if isinstance(normalized_shape, torch.Tensor):
-        normalized_shape, weight, bias, eps = None, normalized_shape, weight, _legacy_eps("layer_norm", bias, eps)
+        eps, out_dtype = _legacy_eps("layer_norm", bias, eps, out_dtype)
+        normalized_shape, weight, bias = None, normalized_shape, weight
     _check_normalized_shape("layer_norm", normalized_shape, x)
     _check_out("layer_norm", out, out_dtype)
     _refuse_grad("layer_norm", {"x": x, "weight": weight, "bias": bias, "out": out}, out is not None)

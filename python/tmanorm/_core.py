@@ -232,8 +232,11 @@ def _filler(torch, value, cols, dtype, device):
     t = _fillers.get(key)
     if t is None:
         t = torch.full((cols,), value, dtype=dtype, device=device)
-        # Made during capture, its fill runs only on replay: not for eager calls.
+        # Made during capture, its fill runs only on replay: not for eager calls. Kept for later calls
+        # on any stream: filled before it is shared (one wait, once per filler).
         if len(_fillers) < _FILLERS_MAX and not torch.cuda.is_current_stream_capturing():
+            if t.is_cuda:
+                torch.cuda.current_stream(t.device).synchronize()
             _fillers[key] = t
     return t
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,7 +21,8 @@ int tn_disk_cache_dir(char dir[TN_DISK_CACHE_DIR_MAX]) {
     const char *own = getenv("TMANORM_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     int n = -1;
     dir[0] = '\0';
-    if (off && strcmp(off, "0") == 0) return 0;
+    if (off && (!strcmp(off, "0") || !strcasecmp(off, "off") || !strcasecmp(off, "false") || !strcasecmp(off, "no")))
+        return 0;
     if (own && own[0]) n = snprintf(dir, TN_DISK_CACHE_DIR_MAX, "%s", own);
     else if (xdg && xdg[0] == '/') n = snprintf(dir, TN_DISK_CACHE_DIR_MAX, "%s/tmanorm", xdg); /* XDG: absolute only */
     else if (home && home[0]) n = snprintf(dir, TN_DISK_CACHE_DIR_MAX, "%s/.cache/tmanorm", home);
@@ -102,7 +104,8 @@ int tn_disk_cache_load(const tn_allocator *a, const char *dir, const unsigned ch
                        char **image, size_t *image_size, char **log) {
     char path[TN_DISK_CACHE_DIR_MAX + 80];
     if (!tn_disk_cache_path(dir, key, path, sizeof path)) return 0;
-    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* Not through a symlink, and never blocking on a FIFO planted at the path. */
+    const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
     if (fd < 0) return 0;
     enum { BAD, MISS, HIT } verdict = BAD;
     unsigned char h[TN_DISK_CACHE_HEADER], size[8], digest[TN_SHA256_SIZE];
@@ -111,7 +114,10 @@ int tn_disk_cache_load(const tn_allocator *a, const char *dir, const unsigned ch
     struct stat st;
     /* The header must match exactly and the payload fill the rest of the file:
        a renamed entry has another key, a truncated one a shorter payload. */
-    int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && read_all(fd, h, sizeof h) &&
+    /* Ours only (anyone who can write the folder could plant a valid-looking kernel), and of a size a kernel
+       has: the lengths inside then bound what a bad entry makes us allocate. */
+    int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+             st.st_size <= TN_DISK_CACHE_MAX_ENTRY && read_all(fd, h, sizeof h) &&
              memcmp(h, k_magic, sizeof k_magic) == 0 && get_u64(h + 8) == TN_DISK_CACHE_FORMAT &&
              memcmp(h + 16, key, TN_SHA256_SIZE) == 0;
     if (ok) {

@@ -23,6 +23,8 @@
 /* Bumped whenever the entry layout or what the key covers changes. */
 #define TN_DISK_CACHE_FORMAT 1
 #define TN_DISK_CACHE_HEADER 88
+/* The largest entry read: kernels are tens of KiB; a header claiming more is not one of ours. */
+#define TN_DISK_CACHE_MAX_ENTRY (64LL << 20)
 /* Longest cache directory (bytes, NUL included); a longer one disables the cache. */
 #define TN_DISK_CACHE_DIR_MAX 4000
 

@@ -161,8 +161,13 @@ static void test_dir_from_env(void) {
     unsetenv("XDG_CACHE_HOME");
     setenv("HOME", "/h", 1);
     CHECK(tn_disk_cache_dir(dir) && strcmp(dir, "/h/.cache/tmanorm") == 0, "HOME: %s", dir);
-    setenv("TMANORM_DISK_CACHE", "0", 1);
-    CHECK(!tn_disk_cache_dir(dir) && dir[0] == '\0', "TMANORM_DISK_CACHE=0: %s", dir);
+    static const char *const offs[] = {"0", "off", "FALSE", "no"};
+    for (int i = 0; i < 4; i++) {
+        setenv("TMANORM_DISK_CACHE", offs[i], 1);
+        CHECK(!tn_disk_cache_dir(dir) && dir[0] == '\0', "TMANORM_DISK_CACHE=%s: %s", offs[i], dir);
+    }
+    setenv("TMANORM_DISK_CACHE", "1", 1);
+    CHECK(tn_disk_cache_dir(dir), "TMANORM_DISK_CACHE=1 turned it off");
     unsetenv("TMANORM_DISK_CACHE");
 }
 
@@ -221,6 +226,24 @@ static void test_reuse_and_corruption(const char *root) {
               file_size(a.path));
         CHECK(count_files(dir) == 2 && entry_valid(dir, b.key), "%s: %d files", bad[i].what, count_files(dir));
     }
+    /* Not regular files of ours: a FIFO at the path (must not block), a symlink to a valid entry (not
+       followed), a sparse file past the size limit (refused before anything is allocated). Each recompiles. */
+    static const char *const planted[] = {"a FIFO", "a symlink to a valid entry", "an entry of 65 MiB"};
+    char other[sizeof a.path + 8];
+    snprintf(other, sizeof other, "%s.keep", b.path);
+    CHECK(copy_file(b.path, other), "copy");
+    for (int i = 0; i < 3; i++) {
+        unlink(a.path);
+        const int made = i == 0   ? mkfifo(a.path, 0600) == 0
+                         : i == 1 ? symlink(other, a.path) == 0
+                                  : copy_file(b.path, a.path) && truncate(a.path, (65LL << 20)) == 0;
+        CHECK(made, "%s: could not make it", planted[i]);
+        outcome o = plan_rmsnorm(4096);
+        CHECK(o.st == TN_STATUS_OK && o.compiles == 1 && o.disk_hits == 0, "%s: %d compiles, %d disk hits",
+              planted[i], o.compiles, o.disk_hits);
+        CHECK(entry_valid(dir, a.key), "%s: not replaced by a valid entry", planted[i]);
+    }
+    unlink(other);
     /* A bad entry is removed by the check itself, before anything rewrites it. */
     flip_byte(a.path, file_size(a.path) - 1);
     CHECK(!entry_valid(dir, a.key) && file_size(a.path) == -1, "a bad entry was loaded or kept");

@@ -89,6 +89,10 @@ foreach(file ${meta})
       message(FATAL_ERROR "install_consumer: ${file} names the source tree's ${SOURCE_DIR}/${dir}")
     endif()
   endforeach()
+  # The exported targets find NVRTC where they are used, not where tmanorm was built.
+  if(file MATCHES "Targets.*\\.cmake$" AND text MATCHES "/libnvrtc")
+    message(FATAL_ERROR "install_consumer: ${file} names the build machine's NVRTC by its path")
+  endif()
 endforeach()
 
 # 3. find_package(tmanorm)

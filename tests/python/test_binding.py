@@ -100,7 +100,7 @@ class FakeTorch(types.ModuleType):
             self.syncs += 1
         self.cuda = types.SimpleNamespace(
             current_device=lambda: 0,
-            current_stream=lambda device=None: types.SimpleNamespace(cuda_stream=0),
+            current_stream=lambda device=None: types.SimpleNamespace(cuda_stream=0, synchronize=lambda: None),
             is_current_stream_capturing=lambda: self.capturing,
             synchronize=synchronize)
 

@@ -187,14 +187,14 @@ def test_compile_fullgraph():
 
 
 def test_eps_and_older_forms():
-    """eps None is F.rms_norm's (finfo(x.dtype).eps); the older form rms_norm(x, w[, eps]) keeps 1e-6;
+    """eps None is F.rms_norm's (finfo(float32).eps for f16, bf16, f32); the older form rms_norm(x, w[, eps]) keeps 1e-6;
     layer_norm(x, w, b, eps) and softmax(x, out_dtype) still read as they did. Read off the traced call."""
     def traced(fn, *args):
         g = make_fx(fn)(*args)
         return [n for n in g.graph.nodes if n.op == "call_function" and "tmanorm" in str(n.target)]
     x, w, b = meta(4, 64), meta(64, dtype=F32), meta(64, dtype=F32)
     cases = [
-        (lambda x, w: tmanorm.rms_norm(x), 2, torch.finfo(BF16).eps),
+        (lambda x, w: tmanorm.rms_norm(x), 2, torch.finfo(F32).eps),
         (lambda x, w: tmanorm.rms_norm(x.float(), (64,), w), 2, torch.finfo(F32).eps),
         (lambda x, w: tmanorm.rms_norm(x, None, w, 1e-3), 2, 1e-3),
         (lambda x, w: tmanorm.rms_norm(x, w), 2, 1e-6),
@@ -213,6 +213,12 @@ def test_eps_and_older_forms():
     (node,) = traced(lambda x, w: tmanorm.softmax(x, F32), x, w)  # softmax(x, out_dtype), the older form
     assert node.args[1] == F32, node.format_node()
     expect_error(TypeError, "older form", lambda: tmanorm.rms_norm(x, w, w))
+    # The older forms' positional out_dtype after eps: rms_norm(x, w, eps, out_dtype), layer_norm(x, w, b, eps, out_dtype).
+    f8 = torch.float8_e4m3fn
+    (node,) = traced(lambda x, w: tmanorm.rms_norm(x, w, 1e-5, f8), x, w)
+    assert abs(node.args[2] - 1e-5) <= 1e-12 and node.meta["val"].dtype == f8, node.format_node()
+    (node,) = traced(lambda x, w: tmanorm.layer_norm(x, w, b, 1e-3, f8), x, w)
+    assert abs(node.args[3] - 1e-3) <= 1e-12 and node.meta["val"].dtype == f8, node.format_node()
 
 
 def test_argument_refusals():
