@@ -290,6 +290,9 @@ typedef struct tn_launch_args {
     const float *params; /* in the fusion's parameter order */
     int num_params;
     void *stream; /* a CUstream / cudaStream_t; NULL: the default stream */
+    int64_t rows; /* rows to process, from the first: 0 = the plan's M; else 1 to M. A plan made for M
+                     serves every smaller row count with the same kernel (its grid cut to the rows), so
+                     a caller whose M varies can keep one plan per bound (e.g. per power of two) */
 } tn_launch_args;
 
 /* Enqueues the kernel on the stream. No host synchronization, no device

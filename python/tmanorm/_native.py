@@ -45,7 +45,7 @@ class _LaunchArgs(ctypes.Structure):
     _fields_ = [("inputs", ctypes.POINTER(Tensor)), ("num_inputs", ctypes.c_int),
                 ("outputs", ctypes.POINTER(Tensor)), ("num_outputs", ctypes.c_int),
                 ("params", ctypes.POINTER(ctypes.c_float)), ("num_params", ctypes.c_int),
-                ("stream", ctypes.c_void_p)]
+                ("stream", ctypes.c_void_p), ("rows", ctypes.c_int64)]  # rows 0: the plan's M
 
 
 def library_candidates():

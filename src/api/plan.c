@@ -525,6 +525,15 @@ static tn_status variant_for(tn_plan *plan, int align, void *stream, tn_variant 
     return st;
 }
 
+/* The grid of launch l for `rows` rows of a plan made for more: every kernel loops over its row
+   groups with the row count it is given (grid-stride), so any grid is correct; cut to the CTAs
+   (whole clusters) that have a row group, never grown, so no cluster is left without rows. */
+static int64_t grid_for_rows(const tn_plan_desc *d, const tn_launch_desc *l, int64_t rows) {
+    const int64_t per_cta = d->rows_per_cta > 0 ? d->rows_per_cta : 1, cl = l->cluster > 1 ? l->cluster : 1;
+    const int64_t needed = (rows + per_cta - 1) / per_cta * cl;
+    return needed < l->grid ? needed : l->grid;
+}
+
 tn_status tn_plan_prepare(tn_plan *plan, const tn_launch_args *args, tn_prepared *out) {
     if (!plan) return TN_STATUS_INVALID_ARGUMENT;
     tn_context *ctx = plan->ctx;
@@ -536,6 +545,10 @@ tn_status tn_plan_prepare(tn_plan *plan, const tn_launch_args *args, tn_prepared
                             args->num_inputs, args->num_outputs, args->num_params);
     if ((f->num_inputs && !args->inputs) || !args->outputs || (f->num_params && !args->params))
         return tn_set_error(ctx, TN_STATUS_INVALID_ARGUMENT, "launch: null inputs, outputs or params array");
+    const int64_t rows = args->rows ? args->rows : plan->rows;
+    if (rows < 1 || rows > plan->rows)
+        return tn_set_error(ctx, TN_STATUS_INVALID_ARGUMENT, "launch: rows %lld: the plan serves 1 to %lld rows "
+                            "(0: all of them); make a plan for more", (long long)args->rows, (long long)plan->rows);
     int64_t in_stride[TN_MAX_IO], out_stride[TN_MAX_IO];
     int align = 16;
     for (int i = 0; i < f->num_inputs; i++) {
@@ -555,7 +568,7 @@ tn_status tn_plan_prepare(tn_plan *plan, const tn_launch_args *args, tn_prepared
         case TN_ARG_OUTPUT: vals[i].ptr = args->outputs[a->index].data; break;
         case TN_ARG_OUTPUT_LD: vals[i].i64 = out_stride[a->index]; break;
         case TN_ARG_PARAM: vals[i].f32 = args->params[a->index]; break;
-        case TN_ARG_ROWS: vals[i].i64 = plan->rows; break;
+        case TN_ARG_ROWS: vals[i].i64 = rows; break;
         default: return tn_set_error(ctx, TN_STATUS_INTERNAL, "launch: unknown kernel argument kind %d", (int)a->kind);
         }
         out->ptrs[i] = &vals[i];
@@ -571,6 +584,7 @@ tn_status tn_plan_prepare(tn_plan *plan, const tn_launch_args *args, tn_prepared
     for (int i = 0; i < v->num_launches; i++) {
         out->launches[i] = v->launches[i];
         out->fns[i] = v->fns[i];
+        if (rows < plan->rows) out->launches[i].grid = grid_for_rows(&v->desc, &v->launches[i], rows);
     }
     out->stream = (CUstream)args->stream;
     return TN_STATUS_OK;

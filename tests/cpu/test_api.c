@@ -49,12 +49,16 @@ static void test_errors(tn_context *ctx) {
     CHECK(tn_plan_launch(plan, &a) == TN_STATUS_NO_DEVICE, "launch without a GPU");
     CHECK(strstr(tn_context_last_error(ctx), "no GPU"), "message: %s", tn_context_last_error(ctx));
     CHECK(tn_plan_launch(plan, NULL) == TN_STATUS_INVALID_ARGUMENT, "null launch args");
+    a.rows = 3; /* fewer rows than the plan's: a valid launch (then no GPU) */
+    CHECK(tn_plan_launch(plan, &a) == TN_STATUS_NO_DEVICE, "3 of 8 rows: %s", tn_context_last_error(ctx));
+    a.rows = 0;
     /* Every argument error is found before the missing GPU is. */
     static char buf[4096] __attribute__((aligned(16)));
-    struct { const char *what, *needle; } launch_errors[5] = {{"wrong dtype", "is f16, the fusion's is bf16"},
+    struct { const char *what, *needle; } launch_errors[7] = {{"wrong dtype", "is f16, the fusion's is bf16"},
         {"row stride < N", "row stride 4095"}, {"null pointer", "null data pointer"},
-        {"wrong input count", "takes 2 inputs"}, {"element misaligned", "not aligned to its 2-byte"}};
-    for (int i = 0; i < 5; i++) {
+        {"wrong input count", "takes 2 inputs"}, {"element misaligned", "not aligned to its 2-byte"},
+        {"more rows than the plan's", "rows 9: the plan serves 1 to 8 rows"}, {"negative rows", "rows -1"}};
+    for (int i = 0; i < 7; i++) {
         tn_tensor in[2] = {{buf, TN_DTYPE_BF16, 0}, {buf, TN_DTYPE_BF16, 0}}, out1[1] = {{buf, TN_DTYPE_BF16, 0}};
         tn_launch_args b = {in, 2, out1, 1, &eps, 1, NULL};
         if (i == 0) in[0].dtype = TN_DTYPE_F16;
@@ -62,6 +66,8 @@ static void test_errors(tn_context *ctx) {
         if (i == 2) in[1].data = NULL;
         if (i == 3) b.num_inputs = 1;
         if (i == 4) in[0].data = buf + 1;
+        if (i == 5) b.rows = 9;
+        if (i == 6) b.rows = -1;
         CHECK(tn_plan_launch(plan, &b) == TN_STATUS_INVALID_ARGUMENT && strstr(tn_context_last_error(ctx), launch_errors[i].needle),
               "%s: %s", launch_errors[i].what, tn_context_last_error(ctx));
     }

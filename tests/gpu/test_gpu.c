@@ -45,6 +45,7 @@ typedef struct gpu_case {
     int shared;      /* ... with stages 1: the slice left there (shared_slice): 1 a cluster a row, in waves; 2 a
                         third of that, each cluster looping over rows; 3 as 1, compiled for 2 CTAs an SM */
     int col_cache;   /* ... with stages (not shared): the COL slices kept in shared memory (col_cache) */
+    int64_t launch_rows; /* launched for this many of its rows (tn_launch_args.rows), if > 0 */
 } gpu_case;
 
 /* The plan's JSON (the caller frees it); the plan destroyed. */
@@ -136,6 +137,8 @@ static int run_case(tn_context *ctx, const gpu_case *c) {
     if (c->stages) snprintf(label + strlen(label), sizeof label - strlen(label), " stages=%d", c->stages);
     if (c->shared) snprintf(label + strlen(label), sizeof label - strlen(label), " shared_slice");
     if (c->col_cache) snprintf(label + strlen(label), sizeof label - strlen(label), " col_cache");
+    if (c->launch_rows)
+        snprintf(label + strlen(label), sizeof label - strlen(label), " launched for %lld rows", (long long)c->launch_rows);
     tn_status st = tn_fusion_builtin(ctx, c->op, &bo, &f);
     tn_plan_options po = {0, NULL, c->kind};
     if (st == TN_STATUS_OK) st = tn_plan_create(ctx, f, c->rows, c->cols, &po, &plan);
@@ -186,7 +189,7 @@ static int run_case(tn_context *ctx, const gpu_case *c) {
     /* Shared slices: every row compared (the scheduler's: up to 128); a race in a stage gives wrong values, not
        unwritten ones. */
     const int64_t compared = c->shared ? c->rows : ran_shared ? (c->rows < 128 ? c->rows : 128) : 64;
-    tn_check_options co = {(uint64_t)(c->rows * 131 + c->cols), compared, c->pad, c->offset};
+    tn_check_options co = {(uint64_t)(c->rows * 131 + c->cols), compared, c->pad, c->offset, c->launch_rows};
     if (st == TN_STATUS_OK) st = tn_gpu_check(plan, params, &co, &r);
     int ok = st == TN_STATUS_OK && r.passed;
     if (ok) g_passed++;
@@ -714,6 +717,21 @@ int main(int argc, char **argv) {
                     gpu_case c = {(tn_builtin)op, dtypes[d], dtypes[d], dtypes[d], 0, shared[i][0], shared[i][1], NULL, 0, 0};
                     run_case(ctx, &c);
                 }
+        /* One plan for fewer rows than it was made for (tn_launch_args.rows): every kind and the scheduler's
+           plan, launched for 1, 3 and 517 of 1000 rows (of 4096 and 65536 columns, and 33 x 40960 for the
+           few-row clusters): those rows right, the rest untouched. */
+        static const char *const any_kind[] = {NULL, "register", "looped", "tma", "tma-ws", "cluster"};
+        const int64_t any_shape[][2] = {{1000, 4096}, {1000, 65536}, {33, 40960}};
+        const int64_t any_rows[] = {1, 3, 517};
+        for (int op = 0; op < TN_BUILTIN_COUNT; op++)
+            for (int k = 0; k < 6; k++)
+                for (int sh = 0; sh < 3; sh++)
+                    for (int i = 0; i < 3; i++) {
+                        if (any_rows[i] >= any_shape[sh][0]) continue;
+                        gpu_case c = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, any_shape[sh][0],
+                                      any_shape[sh][1], any_kind[k], 0, 0, NULL, 0, 0, 0, 0, any_rows[i]};
+                        run_case(ctx, &c);
+                    }
         /* Cluster plans whose slices stream through 1 or 2 stages of shared memory, or stay in one and are read
            there a cluster a row (tune's candidates), over rows a cluster loops over, every op, bf16 and f32, rows
            padded (a stride other than N) on one shape; stages that do not fit in shared memory are refused,
