@@ -116,7 +116,8 @@ int tn_disk_cache_load(const tn_allocator *a, const char *dir, const unsigned ch
        a renamed entry has another key, a truncated one a shorter payload. */
     /* Ours only (anyone who can write the folder could plant a valid-looking kernel), and of a size a kernel
        has: the lengths inside then bound what a bad entry makes us allocate. */
-    int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+    const int have_st = fstat(fd, &st) == 0;
+    int ok = have_st && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
              st.st_size <= TN_DISK_CACHE_MAX_ENTRY && read_all(fd, h, sizeof h) &&
              memcmp(h, k_magic, sizeof k_magic) == 0 && get_u64(h + 8) == TN_DISK_CACHE_FORMAT &&
              memcmp(h + 16, key, TN_SHA256_SIZE) == 0;
@@ -149,7 +150,11 @@ int tn_disk_cache_load(const tn_allocator *a, const char *dir, const unsigned ch
     }
     tn_free(a, img);
     tn_free(a, text);
-    if (verdict == BAD) unlink(path); /* the caller compiles and writes it again */
+    /* The caller compiles and writes it again. Only the file read is removed: another process may have
+       renamed a good entry into place since. */
+    struct stat now;
+    if (verdict == BAD && have_st && lstat(path, &now) == 0 && now.st_dev == st.st_dev && now.st_ino == st.st_ino)
+        unlink(path);
     return 0;
 }
 
