@@ -25,7 +25,7 @@ extern "C" {
 
 /* The version this header belongs to (CMakeLists.txt reads it from here). */
 #define TN_VERSION_MAJOR 0
-#define TN_VERSION_MINOR 1
+#define TN_VERSION_MINOR 2
 #define TN_VERSION_PATCH 0
 
 /* Shapes a plan accepts: 1 <= M <= TN_MAX_ROWS and 1 <= N <= TN_MAX_COLS, and
@@ -290,9 +290,11 @@ typedef struct tn_launch_args {
     const float *params; /* in the fusion's parameter order */
     int num_params;
     void *stream; /* a CUstream / cudaStream_t; NULL: the default stream */
-    int64_t rows; /* rows to process, from the first: 0 = the plan's M; else 1 to M. A plan made for M
-                     serves every smaller row count with the same kernel (its grid cut to the rows), so
-                     a caller whose M varies can keep one plan per bound (e.g. per power of two) */
+    int64_t rows; /* rows to process, from the first: 0 = the plan's M (the zero-initialized default);
+                     else 1 to M. A plan made for M serves every smaller row count with the same kernel
+                     (its grid cut to the rows), so a caller whose M varies can keep one plan per bound
+                     (e.g. per power of two). A batch of no rows is no launch: do not call with 0 meaning
+                     "none", it means all M */
 } tn_launch_args;
 
 /* Enqueues the kernel on the stream. No host synchronization, no device

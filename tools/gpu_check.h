@@ -13,7 +13,7 @@ typedef struct tn_check_options {
     int sample_rows;     /* rows compared with the reference (all if M is smaller) */
     int64_t row_pad;     /* extra elements per row of every ROW tensor (stride = N + pad) */
     int byte_offset;     /* shift every tensor by this many bytes (misalignment tests) */
-    int64_t launch_rows; /* launch for this many rows (0: the plan's M): those checked, the rest untouched */
+    int64_t launch_rows; /* launch for this many rows (0: the plan's M), the tensors holding only those */
 } tn_check_options;
 
 typedef struct tn_check_result {

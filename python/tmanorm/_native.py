@@ -9,7 +9,7 @@ import threading
 
 # Kept equal to include/tmanorm.h's TN_VERSION_MAJOR.MINOR.PATCH (a CPU test compares them);
 # __version__ when the library cannot be loaded.
-VERSION = "0.1.0"
+VERSION = "0.2.0"
 
 # tn_builtin codes, by the binding's op names.
 BUILTINS = {"rms_norm": 0, "layer_norm": 1, "softmax": 2, "add_rms_norm": 3}

@@ -586,6 +586,11 @@ tn_status tn_plan_prepare(tn_plan *plan, const tn_launch_args *args, tn_prepared
         out->fns[i] = v->fns[i];
         if (rows < plan->rows) out->launches[i].grid = grid_for_rows(&v->desc, &v->launches[i], rows);
     }
+    /* grid_for_rows maps rows to CTAs by the plan's rows_per_cta: a plan of several launches (a finishing
+       kernel) will need its own mapping per launch. */
+    if (rows < plan->rows && v->num_launches > 1)
+        return tn_set_error(ctx, TN_STATUS_UNSUPPORTED, "launch: rows %lld of %lld: a plan of %d launches runs "
+                            "all its rows", (long long)rows, (long long)plan->rows, v->num_launches);
     out->stream = (CUstream)args->stream;
     return TN_STATUS_OK;
 }
