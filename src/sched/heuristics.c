@@ -1019,9 +1019,12 @@ static int cluster_col_cached(const tn_schedule_request *r, tn_plan_desc *q) {
    145.4, 16384 x 32768 551.8 against 562.0. p untouched where the fusion has
    no COL input, the cache does not fit or a cluster takes one row
    (cluster_col_cached). */
+static void why_col_cached(tn_plan_desc *p) {
+    why(p, "each CTA's slices of the COL inputs loaded once into shared memory, read there for every row");
+}
+
 static void cache_cols(const tn_schedule_request *r, tn_plan_desc *p) {
-    if (cluster_col_cached(r, p))
-        why(p, "each CTA's slices of the COL inputs loaded once into shared memory, read there for every row");
+    if (cluster_col_cached(r, p)) why_col_cached(p);
 }
 
 /* Rows of a fusion of two or more reduction levels without special functions
@@ -1055,7 +1058,7 @@ static int stream_for_levels(const tn_schedule_request *r, tn_plan_desc *p) {
         "CTAs of %d threads, %d vectors each, one CTA an SM", r->analysis->num_levels, p->threads_per_row, p->batch);
     why_persistent_clusters(p);
     why_streamed(p);
-    why(p, "each CTA's slices of the COL inputs loaded once into shared memory, read there for every row");
+    why_col_cached(p);
     return 1;
 }
 
@@ -1116,10 +1119,10 @@ static int cluster_pick_streamed(const tn_schedule_request *r, tn_plan_desc *p, 
        272.1 us over 4 CTAs of 256 x 8 against 281.9 over 2 of 256 x 16 with one stage; 16384 x 65536 1103.7
        against 1098.8; rmsnorm 512 x 65536 37.5 over 2 of 512 x 8 against 39.0; layernorm 3000 x 98304 300.9
        over 4 of 512 x 6 against 299.9). */
-    for (int c = 2; c <= TN_MAX_CLUSTER && two_stages; c *= 2) {
+    for (int c = 2; c <= TN_MAX_CLUSTER && two_stages && r->analysis->num_stage_inputs; c *= 2) {
         tn_plan_desc q = *p, s;
         if (!cluster_fit(r, &q, c, slice_batch(r->analysis, TN_REG_BATCH_LONG), 1) ||
-            !r->analysis->num_stage_inputs || !cluster_prefetch_ok(&q, r->analysis) || !cluster_staged(r, &q, 2, &s))
+            !cluster_prefetch_ok(&q, r->analysis) || !cluster_staged(r, &q, 2, &s))
             continue;
         tn_plan_desc cached = s;
         if (r->analysis->col_elem_bytes && !cluster_col_cached(r, &cached)) continue;
