@@ -25,7 +25,7 @@ extern "C" {
 
 /* The version this header belongs to (CMakeLists.txt reads it from here). */
 #define TN_VERSION_MAJOR 0
-#define TN_VERSION_MINOR 2
+#define TN_VERSION_MINOR 3
 #define TN_VERSION_PATCH 0
 
 /* Shapes a plan accepts: 1 <= M <= TN_MAX_ROWS and 1 <= N <= TN_MAX_COLS, and
@@ -233,6 +233,14 @@ typedef struct tn_plan_options {
        previous kernel in the stream (griddepcontrol.wait) before its first
        read, and the next kernel's prologue overlaps this one's tail. */
     int pdl;
+    /* Row tiers, for callers whose row count changes from launch to launch (a
+       server's token count). 0: one kernel, scheduled for M; a launch of fewer
+       rows runs it on a grid cut to them. 1: a kernel scheduled for each tier
+       of rows 1, 2, 4, ... below M and for M, all built at creation (tiers
+       whose plans differ only in the grid share one kernel: a handful in all);
+       a launch of m rows runs the first tier's of at least m rows, so no launch
+       compiles and any launch may be captured in a graph. Not with plan_json. */
+    int row_tiers;
 } tn_plan_options;
 
 /* Schedules f for [M, N] on the context's GPU (or target) and compiles the kernel.
@@ -250,7 +258,8 @@ typedef enum tn_describe_what {
     TN_DESCRIBE_TEXT = 0, /* the plan and why it was chosen */
     TN_DESCRIBE_JSON,     /* the plan as JSON, readable by tn_plan_options.plan_json */
     TN_DESCRIBE_SOURCE,   /* the generated CUDA C */
-    TN_DESCRIBE_RESOURCES /* the compiler's resource report */
+    TN_DESCRIBE_RESOURCES, /* the compiler's resource report */
+    TN_DESCRIBE_TIERS      /* a line a row tier: the rows it serves, its plan, its kernel */
 } tn_describe_what;
 
 TN_API tn_status tn_plan_describe(const tn_plan *plan, tn_describe_what what, char *buf, size_t cap,
@@ -291,10 +300,9 @@ typedef struct tn_launch_args {
     int num_params;
     void *stream; /* a CUstream / cudaStream_t; NULL: the default stream */
     int64_t rows; /* rows to process, from the first: 0 = the plan's M (the zero-initialized default);
-                     else 1 to M. A plan made for M serves every smaller row count with the same kernel
-                     (its grid cut to the rows), so a caller whose M varies can keep one plan per bound
-                     (e.g. per power of two). A batch of no rows is no launch: do not call with 0 meaning
-                     "none", it means all M */
+                     else 1 to M. A plan serves every smaller row count: with row_tiers, by the kernel
+                     of the row count's tier; without, by M's kernel on a grid cut to the rows. A
+                     batch of no rows is no launch: do not call with 0 meaning "none", it means all M */
 } tn_launch_args;
 
 /* Enqueues the kernel on the stream. No host synchronization, no device

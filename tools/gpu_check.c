@@ -344,10 +344,14 @@ static int cmp_double(const void *a, const void *b) {
 #define REPLAYS 15
 
 tn_status tn_gpu_time(tn_plan *plan, const float *params, tn_timing *out) {
-    return tn_gpu_time_replays(plan, params, REPLAYS, out);
+    return tn_gpu_time_rows(plan, params, REPLAYS, 0, out);
 }
 
 tn_status tn_gpu_time_replays(tn_plan *plan, const float *params, int replays, tn_timing *out) {
+    return tn_gpu_time_rows(plan, params, replays, 0, out);
+}
+
+tn_status tn_gpu_time_rows(tn_plan *plan, const float *params, int replays, int64_t launch_rows, tn_timing *out) {
     tn_context *ctx = tn_plan_context(plan);
     const tn_fusion *f = tn_plan_fusion(plan);
     tn_status st = TN_STATUS_OK;
@@ -359,9 +363,9 @@ tn_status tn_gpu_time_replays(tn_plan *plan, const float *params, int replays, t
     CUevent e0 = NULL, e1 = NULL;
     memset(out, 0, sizeof *out);
     if (!ctx->has_gpu) return tn_set_error(ctx, TN_STATUS_NO_DEVICE, "time: no GPU: %s", ctx->no_gpu_reason);
-    int64_t bytes = 0;
-    const int64_t rows = tn_plan_rows(plan), cols = tn_plan_cols(plan);
-    tn_plan_bytes(plan, &bytes);
+    const int64_t plan_rows = tn_plan_rows(plan), cols = tn_plan_cols(plan);
+    const int64_t rows = launch_rows > 0 && launch_rows < plan_rows ? launch_rows : plan_rows;
+    const int64_t bytes = tn_plan_bytes_for_rows(plan, rows);
     size_t free_b = 0, total_b = 0;
     CU(ctx->cu->MemGetInfo(&free_b, &total_b));
     int want = (int)((4.0 * ctx->props.l2_bytes + (double)bytes - 1) / (double)bytes);
@@ -381,6 +385,7 @@ tn_status tn_gpu_time_replays(tn_plan *plan, const float *params, int replays, t
         tn_launch_args la;
         fill_args(&sets[i], params, num_params, tin, tout, &la);
         la.stream = stream;
+        la.rows = rows < plan_rows ? rows : 0;
         TRY(tn_plan_launch(plan, &la));
     }
     CU(ctx->cu->StreamSynchronize(stream));
@@ -390,6 +395,7 @@ tn_status tn_gpu_time_replays(tn_plan *plan, const float *params, int replays, t
         tn_launch_args la;
         fill_args(&sets[i % nsets], params, num_params, tin, tout, &la);
         la.stream = stream;
+        la.rows = rows < plan_rows ? rows : 0;
         st = tn_plan_launch(plan, &la);
         if (st != TN_STATUS_OK) {
             ctx->cu->StreamEndCapture(stream, &graph);

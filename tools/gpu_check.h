@@ -39,6 +39,8 @@ tn_status tn_gpu_check(tn_plan *plan, const float *params, const tn_check_option
 tn_status tn_gpu_time(tn_plan *plan, const float *params, tn_timing *out);
 /* The same with `replays` (1 to 15) replays after one warm-up: a quick screen. */
 tn_status tn_gpu_time_replays(tn_plan *plan, const float *params, int replays, tn_timing *out);
+/* The same for launches of launch_rows rows (0: the plan's M), the tensors holding only those. */
+tn_status tn_gpu_time_rows(tn_plan *plan, const float *params, int replays, int64_t launch_rows, tn_timing *out);
 /* Device-to-device copy of bytes, counted read + written, in GB/s. */
 tn_status tn_gpu_copy_ceiling(tn_context *ctx, size_t bytes, double *gbs);
 /* Host cost of tn_plan_launch and of the bare cuLaunchKernelEx it makes, in µs per call. */

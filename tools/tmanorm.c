@@ -34,6 +34,7 @@ typedef struct cli {
     const char *command;
     const char *op;
     int64_t rows, cols;
+    int64_t bound;   /* 0: not given (a plan for M alone) */
     tn_dtype dtype, weight_dtype, out_dtype;
     int have_weight_dtype, have_out_dtype;
     int json, source, stats, overhead;
@@ -73,7 +74,7 @@ static const command_info k_commands[] = {
 
 enum {
     O_OP, O_ROWS, O_COLS, O_DTYPE, O_WEIGHT_DTYPE, O_OUT_DTYPE, O_STATS, O_EPS, O_KIND, O_PLAN,
-    O_ALIGN, O_PDL, O_TARGET, O_JSON, O_SOURCE, O_CHECK_ROWS, O_OVERHEAD, O_HELP, O_COUNT
+    O_ALIGN, O_PDL, O_BOUND, O_TARGET, O_JSON, O_SOURCE, O_CHECK_ROWS, O_OVERHEAD, O_HELP, O_COUNT
 };
 
 typedef struct option_info {
@@ -104,6 +105,9 @@ static const option_info k_options[O_COUNT] = {
                  "                       1, 2, 4, 8 or 16 (default 16)"},
     [O_PDL] = {"pdl", "on|off", C_DEMO | C_EXPLAIN | C_RUN,
                "programmatic dependent launch (default: on from sm_90)"},
+    [O_BOUND] = {"bound", "B", C_EXPLAIN | C_RUN,
+                 "a plan with row tiers for any row count up to B (>= M): explain lists its tiers,\n"
+                 "                       run checks and times its launches of M rows"},
     [O_TARGET] = {"target", "T", C_DEMO | C_EXPLAIN,
                   "plan for h200 | h100 | a100 instead of the GPU here (without a GPU: h200)"},
     [O_JSON] = {"json", NULL, C_EXPLAIN, "print one JSON object (with --source, the CUDA C is its \"source\" member)"},
@@ -359,6 +363,7 @@ static int parse_options(int argc, char **argv, const command_info *ci, cli *c) 
         case O_OP: c->op = v; break;
         case O_ROWS: ok = parse_int(name, v, 1, MAX_ROWS, &c->rows); break;
         case O_COLS: ok = parse_int(name, v, 1, MAX_COLS, &c->cols); break;
+        case O_BOUND: ok = parse_int(name, v, 1, MAX_ROWS, &c->bound); break;
         case O_DTYPE: ok = parse_dtype(name, v, 0, &c->dtype); break;
         case O_WEIGHT_DTYPE: ok = parse_dtype(name, v, 0, &c->weight_dtype); c->have_weight_dtype = 1; break;
         case O_OUT_DTYPE: ok = parse_dtype(name, v, 1, &c->out_dtype); c->have_out_dtype = 1; break;
@@ -408,6 +413,10 @@ static int check_options(const command_info *ci, cli *c, tn_builtin *op) {
         if (!c->rows) c->rows = 4096;
         if (!c->cols) c->cols = 4096;
     }
+    if (c->bound && c->bound < c->rows)
+        BAD_ARG("--bound %lld is below --rows %lld: the plan must serve M rows", (long long)c->bound,
+                (long long)c->rows);
+    if (c->bound && c->plan_file) BAD_ARG("--bound and --plan: a replayed plan is for its own row count");
     if (!c->have_weight_dtype) c->weight_dtype = c->dtype;
     if (!c->have_out_dtype) c->out_dtype = c->dtype;
     if (c->plan_file && !read_plan_file(c->plan_file, &c->plan_json)) return 0;
@@ -478,8 +487,8 @@ static tn_status make_plan(tn_context *ctx, const cli *c, tn_builtin op, tn_fusi
     tn_builtin_options bo = {c->dtype, c->weight_dtype, c->out_dtype, c->stats};
     tn_status st = tn_fusion_builtin(ctx, op, &bo, f);
     if (st != TN_STATUS_OK) return st;
-    tn_plan_options po = {c->align, c->plan_json, c->kind, c->pdl}; /* the alignment exactly as given */
-    return tn_plan_create(ctx, *f, c->rows, c->cols, &po, plan);
+    tn_plan_options po = {c->align, c->plan_json, c->kind, c->pdl, c->bound > 0}; /* the alignment as given */
+    return tn_plan_create(ctx, *f, c->bound ? c->bound : c->rows, c->cols, &po, plan);
 }
 
 static int cmd_explain(tn_context *ctx, const cli *c, tn_builtin op) {
@@ -534,6 +543,7 @@ static int cmd_explain(tn_context *ctx, const cli *c, tn_builtin op) {
         print_fusion(f);
         print_described(plan, TN_DESCRIBE_TEXT);
         print_described(plan, TN_DESCRIBE_RESOURCES);
+        if (c->bound) print_described(plan, TN_DESCRIBE_TIERS);
         if (source) fputs(source, stdout);
     }
     free(plan_json);
@@ -546,7 +556,7 @@ static int cmd_explain(tn_context *ctx, const cli *c, tn_builtin op) {
 /* Check, time and report one plan on the GPU; 1 if the check failed. */
 static int check_and_time(tn_context *ctx, tn_plan *plan, const cli *c, double ceiling, const char *label) {
     float params[1] = {c->eps};
-    tn_check_options co = {42, c->sample_rows, 0, 0};
+    tn_check_options co = {42, c->sample_rows, 0, 0, c->rows};
     tn_check_result cr;
     tn_status st = tn_gpu_check(plan, params, &co, &cr);
     if (st != TN_STATUS_OK) return fail(ctx, st, "check");
@@ -554,7 +564,7 @@ static int check_and_time(tn_context *ctx, tn_plan *plan, const cli *c, double c
            cr.passed ? "passed" : "FAILED", (int)(c->rows < c->sample_rows ? c->rows : c->sample_rows),
            cr.max_rel_err, cr.norm_err, (long long)cr.unwritten, cr.detail[0] ? ": " : "", cr.detail);
     tn_timing t;
-    st = tn_gpu_time(plan, params, &t);
+    st = tn_gpu_time_rows(plan, params, 15, c->rows, &t);
     if (st != TN_STATUS_OK) return fail(ctx, st, "time");
     printf("%s time: %.2f us (spread %.2f us over replays, %d buffer sets), %.0f GB/s", label, t.us, t.us_spread,
            t.buffer_sets, t.gbs);
@@ -593,6 +603,7 @@ static int cmd_run(tn_context *ctx, const cli *c, tn_builtin op) {
     double ceiling = measure_ceiling(ctx);
     print_described(plan, TN_DESCRIBE_TEXT);
     print_described(plan, TN_DESCRIBE_RESOURCES);
+    if (c->bound) print_described(plan, TN_DESCRIBE_TIERS);
     char label[128];
     snprintf(label, sizeof label, "%s %s [%lld x %lld]", tn_builtin_name(op), tn_dtype_name(c->dtype),
              (long long)c->rows, (long long)c->cols);

@@ -241,9 +241,10 @@ def explain(op, rows, cols, dtype="bf16", target=None, pdl=None, *, weight_dtype
 
 def _plan_cache_info(device=None):
     """The launch path's plan caches (every device's, or one's), summed: plans held, capacity,
-    created, evicted, hits, pinned (launched during CUDA graph capture), and kernels (distinct
-    generated sources among the plans held)."""
+    created, evicted, hits, pinned (launched during CUDA graph capture), retired (pinned plans a
+    plan for more rows replaced, kept for their graphs), and kernels (distinct kernels over the row
+    tiers of the plans held and retired)."""
     infos = [ctx.info() for (dev, target), ctx in list(_native.contexts.items())
              if target is None and (device is None or dev == device)]
-    keys = ("plans", "capacity", "created", "evicted", "hits", "pinned", "kernels")
+    keys = ("plans", "capacity", "created", "evicted", "hits", "pinned", "retired", "kernels")
     return {k: sum(i[k] for i in infos) for k in keys}

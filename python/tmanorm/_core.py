@@ -283,7 +283,7 @@ def compute(op, tensors, eps, out_dtype=None, pdl=None, outs=None):
         params = [] if eps is None else [float(eps)]
         stream = torch.cuda.current_stream(x.device)
         ctx.run(op, call.dtypes.options, call.rows, call.cols, pdl_flag,
-                lambda plan: ctx.launch(plan, ins, out_args, params, stream.cuda_stream),
+                lambda plan: ctx.launch(plan, ins, out_args, params, stream.cuda_stream, call.rows),
                 capturing=torch.cuda.is_current_stream_capturing(),
                 before_evict=lambda: torch.cuda.synchronize(x.device))
     if outs is not None:

@@ -9,11 +9,12 @@ import threading
 
 # Kept equal to include/tmanorm.h's TN_VERSION_MAJOR.MINOR.PATCH (a CPU test compares them);
 # __version__ when the library cannot be loaded.
-VERSION = "0.2.0"
+VERSION = "0.3.0"
 
 # tn_builtin codes, by the binding's op names.
 BUILTINS = {"rms_norm": 0, "layer_norm": 1, "softmax": 2, "add_rms_norm": 3}
-DESCRIBE_TEXT, DESCRIBE_JSON, DESCRIBE_SOURCE = 0, 1, 2
+DESCRIBE_TEXT, DESCRIBE_JSON, DESCRIBE_SOURCE, DESCRIBE_RESOURCES, DESCRIBE_TIERS = 0, 1, 2, 3, 4
+MAX_ROWS = 1 << 48  # TN_MAX_ROWS
 PLAN_CACHE_SIZE = 256  # plans kept per context, least recently used evicted first
 
 
@@ -33,7 +34,7 @@ class _ContextOptions(ctypes.Structure):
 
 class _PlanOptions(ctypes.Structure):
     _fields_ = [("align_bytes", ctypes.c_int), ("plan_json", ctypes.c_char_p), ("kind", ctypes.c_char_p),
-                ("pdl", ctypes.c_int)]
+                ("pdl", ctypes.c_int), ("row_tiers", ctypes.c_int)]
 
 
 class Tensor(ctypes.Structure):
@@ -124,14 +125,23 @@ def pdl_code(pdl):
     return 1 if pdl else -1
 
 
+def row_bound(rows):
+    """The row count a plan is made for, to serve `rows`: the next power of two (row tiers serve
+    every count below it), so a row count that changes every call makes a plan per doubling."""
+    return min(MAX_ROWS, 1 << max(0, int(rows) - 1).bit_length())
+
+
 class _PlanCache:
-    """Plans by key, least recently used first. Evicted plans are destroyed; plans launched during
-    CUDA graph capture are pinned (a graph may replay them at any time) and never evicted."""
+    """Plans by key (what changes the kernels: not the row count), least recently used first, each
+    with the rows it serves. Evicted or outgrown plans are destroyed; plans launched during CUDA
+    graph capture are pinned (a graph may replay them at any time) and never destroyed."""
 
     def __init__(self, capacity):
         self.capacity = capacity
         self.plans = collections.OrderedDict()
+        self.bounds = {}
         self.pinned = set()
+        self.retired = []  # pinned plans a larger one replaced: kept for the graphs that hold them
         self.created = self.evicted = self.hits = 0
 
     def get(self, key):
@@ -141,9 +151,18 @@ class _PlanCache:
             self.hits += 1
         return plan
 
-    def add(self, key, plan):
+    def add(self, key, plan, bound):
+        """Caches plan for key; returns the plan it replaces (None, or one that serves fewer rows),
+        for the caller to destroy, or None where the old plan is pinned (then it is kept)."""
+        old = self.plans.pop(key, None)
         self.plans[key] = plan
+        self.bounds[key] = bound
         self.created += 1
+        if old is not None and key in self.pinned:
+            self.pinned.discard(key)
+            self.retired.append(old)
+            old = None
+        return old
 
     def over(self):
         return len(self.plans) - len(self.pinned) > self.capacity
@@ -158,6 +177,7 @@ class _PlanCache:
                 break
             if key not in self.pinned:
                 victims.append(self.plans.pop(key))
+                del self.bounds[key]
         self.evicted += len(victims)
         return victims
 
@@ -183,9 +203,9 @@ class Context:
     def has_gpu(self):
         return bool(library().tn_context_has_gpu(self.handle))
 
-    def make_plan(self, op, dtypes, rows, cols, save_stats=0, pdl=0):
+    def make_plan(self, op, dtypes, rows, cols, save_stats=0, pdl=0, row_tiers=0):
         """A new plan (the caller owns it) for the built-in op with (input, weight, output) dtype codes;
-        pdl as tn_plan_options.pdl (0 default, 1 on, -1 off)."""
+        pdl as tn_plan_options.pdl (0 default, 1 on, -1 off); row_tiers 1: it serves 1 to rows rows."""
         lib = library()
         fusion = ctypes.c_void_p()
         opts = _BuiltinOptions(dtypes[0], dtypes[1], dtypes[2], save_stats)
@@ -193,7 +213,7 @@ class Context:
                     "tn_fusion_builtin")
         plan = ctypes.c_void_p()
         try:
-            popts = _PlanOptions(0, None, None, pdl)
+            popts = _PlanOptions(0, None, None, pdl, row_tiers)
             self._check(lib.tn_plan_create(self.handle, fusion, rows, cols, ctypes.byref(popts), ctypes.byref(plan)),
                         "tn_plan_create")
         finally:
@@ -201,37 +221,42 @@ class Context:
         return plan
 
     def run(self, op, dtypes, rows, cols, pdl, launch, capturing=False, before_evict=None):
-        """launch(plan) with the cached plan for (op, dtypes, shape, PDL setting), made on first use
-        (outside the lock: a compile must not hold up other threads' launches). The plan stays
-        cached while launch runs; pinned when capturing. Beyond the cache's size, plans are destroyed
-        oldest first after before_evict() (a device synchronize: a kernel of theirs may still run),
-        never while capturing."""
-        key = (op, tuple(dtypes), rows, cols, pdl)
+        """launch(plan) with the cached plan for (op, dtypes, N, PDL setting) that serves `rows` rows:
+        a plan with row tiers up to a power of two, made on first use and remade for twice the rows
+        when a call has more (outside the lock: a compile must not hold up other threads' launches).
+        The plan stays cached while launch runs; pinned when capturing. Beyond the cache's size,
+        plans are destroyed oldest first after before_evict() (a device synchronize: a kernel of
+        theirs may still run), never while capturing; so is a plan a larger one replaced."""
+        key = (op, tuple(dtypes), cols, pdl)
         with self.lock:
             plan = self.cache.get(key)
-            if plan is not None:
-                self._use(key, plan, launch, capturing, before_evict)
+            if plan is not None and self.cache.bounds[key] >= rows:
+                self._use(key, plan, launch, capturing, before_evict, [])
                 return
-        made = self.make_plan(op, dtypes, rows, cols, 0, pdl)
+        bound = row_bound(rows)
+        made = self.make_plan(op, dtypes, bound, cols, 0, pdl, row_tiers=1)
         with self.lock:
             plan = self.cache.get(key)  # another thread's, made meanwhile
-            if plan is None:
-                self.cache.add(key, made)
+            stale = []
+            if plan is None or self.cache.bounds[key] < rows:
+                old = self.cache.add(key, made, bound)
+                stale = [old] if old is not None else []
                 plan, made = made, None
-            self._use(key, plan, launch, capturing, before_evict)
+            self._use(key, plan, launch, capturing, before_evict, stale)
         if made is not None:
             library().tn_plan_destroy(made)
 
-    def _use(self, key, plan, launch, capturing, before_evict):
+    def _use(self, key, plan, launch, capturing, before_evict, stale):
         launch(plan)
         if capturing:
             self.cache.pinned.add(key)
-        elif self.cache.over():
-            victims = self.cache.take_oldest()
-            if victims and before_evict is not None:
-                before_evict()
-            for p in victims:
-                library().tn_plan_destroy(p)
+            self.cache.retired += stale  # a kernel of theirs may still run: no synchronize while capturing
+            return
+        victims = stale + (self.cache.take_oldest() if self.cache.over() else [])
+        if victims and before_evict is not None:
+            before_evict()
+        for p in victims:
+            library().tn_plan_destroy(p)
 
     def describe(self, plan, what=DESCRIBE_TEXT):
         lib = library()
@@ -241,20 +266,24 @@ class Context:
         self._check(lib.tn_plan_describe(plan, what, buf, need.value, None), "tn_plan_describe")
         return buf.value.decode()
 
-    def launch(self, plan, inputs, outputs, params, stream):
+    def launch(self, plan, inputs, outputs, params, stream, rows=0):
+        """Launches plan on `rows` rows (0: the rows it was made for)."""
         ins = (Tensor * len(inputs))(*inputs)
         outs = (Tensor * len(outputs))(*outputs)
         prm = (ctypes.c_float * max(1, len(params)))(*params)
-        args = _LaunchArgs(ins, len(inputs), outs, len(outputs), prm, len(params), stream)
+        args = _LaunchArgs(ins, len(inputs), outs, len(outputs), prm, len(params), stream, rows)
         self._check(library().tn_plan_launch(plan, ctypes.byref(args)), "tn_plan_launch")
 
     def info(self):
-        """The cache's counters, and how many distinct kernels (generated sources) its plans hold."""
+        """The cache's counters, and how many distinct kernels its plans hold (over their row tiers)."""
         with self.lock:
             c = self.cache
-            sources = {self.describe(p, DESCRIBE_SOURCE) for p in c.plans.values()}
+            kernels = set()
+            for p in list(c.plans.values()) + c.retired:
+                kernels.update(line.rsplit("kernel ", 1)[1].split()[0]
+                               for line in self.describe(p, DESCRIBE_TIERS).splitlines()[1:])
             return {"plans": len(c.plans), "capacity": c.capacity, "created": c.created, "evicted": c.evicted,
-                    "hits": c.hits, "pinned": len(c.pinned), "kernels": len(sources)}
+                    "hits": c.hits, "pinned": len(c.pinned), "retired": len(c.retired), "kernels": len(kernels)}
 
 
 # One context per (device ordinal, target), made on first use and kept for the process.

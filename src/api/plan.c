@@ -1,6 +1,8 @@
 /* Plans: schedule -> generate -> compile at creation; validate -> launch on
    the caller's stream. A plan keeps one kernel variant per tensor alignment,
-   so misaligned tensors fall back to narrower accesses instead of faulting. */
+   so misaligned tensors fall back to narrower accesses instead of faulting,
+   and, with row tiers, one set per power-of-two tier of rows, so a launch of
+   any row count up to M runs the kernel scheduled for its tier. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -29,6 +31,17 @@ typedef struct tn_variant {
     atomic_int ready;  /* set once desc, source and kernel are final */
 } tn_variant;
 
+/* The kernels scheduled for one row count: they serve launches of up to `rows`
+   rows (of more than the tier below's). */
+typedef struct tn_tier {
+    int64_t rows;
+    tn_variant *primary; /* built at creation, for the options' alignment */
+    tn_variant variants[TN_ALIGN_CLASSES];
+} tn_tier;
+
+/* Tiers 1, 2, 4, ... below M and M itself: at most 49 for M up to 2^48. */
+#define TN_MAX_TIERS 50
+
 struct tn_plan {
     tn_context *ctx;
     tn_fusion *fusion; /* the plan's own copy */
@@ -38,10 +51,12 @@ struct tn_plan {
     int pdl;  /* programmatic dependent launch: 1 on, 0 off */
     tn_io_info inputs[TN_MAX_IO], outputs[TN_MAX_IO]; /* looked up once: the launch path reads these */
     tn_abi abi;                                        /* the kernel's parameters, for packing */
-    tn_variant *primary;
-    tn_variant variants[TN_ALIGN_CLASSES];
+    int num_tiers; /* 1 without row tiers: the tier for M */
+    tn_tier *tiers; /* by rows, ascending; the last is M's */
     pthread_mutex_t lock; /* serializes building fallback variants */
 };
+
+static const tn_tier *top_tier(const tn_plan *plan) { return &plan->tiers[plan->num_tiers - 1]; }
 
 static int align_class(int align) {
     int c = 0;
@@ -65,9 +80,9 @@ static void persistent_clusters(tn_plan *plan, const tn_plan_desc *desc, tn_vari
     tn_launch_desc *l = &var->launches[i];
     if (desc->shared_slice) return;
     const int64_t active = tn_max_active_clusters(plan->ctx, var->fns[i], l);
-    const int64_t groups = plan->rows / desc->rows_per_cta + (plan->rows % desc->rows_per_cta != 0);
-    if (active > 0 && l->grid == groups * l->cluster && groups >= 2 * active &&
-        plan->rows * 2 > plan->ctx->props.sm_count)
+    const int64_t rows = desc->rows;
+    const int64_t groups = rows / desc->rows_per_cta + (rows % desc->rows_per_cta != 0);
+    if (active > 0 && l->grid == groups * l->cluster && groups >= 2 * active && rows * 2 > plan->ctx->props.sm_count)
         return;
     if (active > 0) l->grid = (active < groups ? active : groups) * l->cluster;
 }
@@ -190,16 +205,16 @@ static void adopt_variant(tn_plan *plan, tn_variant *var, tn_variant *other) {
     move_variant(var, other);
 }
 
-static tn_schedule_request request(const tn_plan *plan, int align, int kind, unsigned avoid) {
-    return (tn_schedule_request){&plan->an, plan->rows, plan->cols, align, kind, &plan->ctx->props, plan->pdl, avoid};
+static tn_schedule_request request(const tn_plan *plan, int64_t rows, int align, int kind, unsigned avoid) {
+    return (tn_schedule_request){&plan->an, rows, plan->cols, align, kind, &plan->ctx->props, plan->pdl, avoid};
 }
 
-static tn_status schedule(tn_plan *plan, int align, int kind, tn_plan_desc *desc) {
+static tn_status schedule(tn_plan *plan, int64_t rows, int align, int kind, tn_plan_desc *desc) {
     char err[320];
-    const tn_schedule_request req = request(plan, align, kind, 0);
+    const tn_schedule_request req = request(plan, rows, align, kind, 0);
     if (tn_schedule(&req, desc, err, sizeof err)) return TN_STATUS_OK;
     return tn_set_error(plan->ctx, TN_STATUS_UNSUPPORTED, "fusion '%s' at [%lld, %lld]: %s", plan->fusion->name,
-                        (long long)plan->rows, (long long)plan->cols, err);
+                        (long long)rows, (long long)plan->cols, err);
 }
 
 /* build_variant for a plan that may replace one already built: where it
@@ -218,8 +233,8 @@ static tn_status build_alternative(tn_plan *plan, tn_variant *other, const tn_pl
    bf16: rmsnorm 64 x 65536 over 4 CTAs a row, 62 clusters placed, 8.1 us;
    7.35 over 2). Plans of many rows loop over them whatever the count. */
 static int clusters_short(const tn_plan *plan, const tn_variant *var, const tn_plan_desc *planned) {
-    const int64_t all = plan->rows * planned->cluster;
-    return var->desc.kind == TN_PLAN_CLUSTER && plan->rows * 2 <= plan->ctx->props.sm_count && planned->grid >= all &&
+    const int64_t all = planned->rows * planned->cluster;
+    return var->desc.kind == TN_PLAN_CLUSTER && planned->rows * 2 <= plan->ctx->props.sm_count && planned->grid >= all &&
            var->launches[0].grid < all && planned->cluster > 2;
 }
 
@@ -234,14 +249,14 @@ static int clusters_short(const tn_plan *plan, const tn_variant *var, const tn_p
    one compiles without spills and is not the looped plan (which reads every
    row twice from memory: a few spilled bytes cost less). A forced kind keeps
    its plan. */
-static tn_status schedule_build(tn_plan *plan, tn_variant *var, int align, int kind) {
+static tn_status schedule_build(tn_plan *plan, tn_variant *var, int64_t rows, int align, int kind) {
     tn_plan_desc desc;
-    tn_status st = schedule(plan, align, kind, &desc);
+    tn_status st = schedule(plan, rows, align, kind, &desc);
     if (st == TN_STATUS_OK) st = build_variant(plan, var, &desc);
     int max_cluster = 0;
     for (int tries = 0; st == TN_STATUS_OK && kind < 0 && tries < 2 && clusters_short(plan, var, &desc); tries++) {
         char err[320];
-        tn_schedule_request req = request(plan, align, -1, 0);
+        tn_schedule_request req = request(plan, rows, align, -1, 0);
         req.max_cluster = desc.cluster / 2;
         tn_plan_desc next;
         tn_variant other;
@@ -254,7 +269,7 @@ static tn_status schedule_build(tn_plan *plan, tn_variant *var, int align, int k
             break;
         }
         add_why(&other.desc, "; clusters of %d passed over: the driver runs %lld at once, under the %lld rows",
-                desc.cluster, (long long)(var->launches[0].grid / desc.cluster), (long long)plan->rows);
+                desc.cluster, (long long)(var->launches[0].grid / desc.cluster), (long long)rows);
         adopt_variant(plan, var, &other);
         desc = next;
         max_cluster = req.max_cluster;
@@ -266,7 +281,7 @@ static tn_status schedule_build(tn_plan *plan, tn_variant *var, int align, int k
     if (st == TN_STATUS_OK && kind < 0 && var->desc.shared_slice &&
         tn_plan_bound_ctas(&var->desc) < TN_SHARED_SLICE_CTAS) {
         char err[320];
-        tn_schedule_request req = request(plan, align, -1, 0);
+        tn_schedule_request req = request(plan, rows, align, -1, 0);
         req.max_cluster = max_cluster;
         req.no_shared_slice = 1;
         tn_plan_desc next;
@@ -286,7 +301,7 @@ static tn_status schedule_build(tn_plan *plan, tn_variant *var, int align, int k
     }
     if (st != TN_STATUS_OK || kind >= 0 || !spill_bytes(var)) return st;
     char err[320];
-    tn_schedule_request req = request(plan, align, -1, 1u << var->desc.kind);
+    tn_schedule_request req = request(plan, rows, align, -1, 1u << var->desc.kind);
     req.max_cluster = max_cluster;
     tn_variant other;
     memset(&other, 0, sizeof other);
@@ -319,10 +334,9 @@ static tn_status replay(tn_plan *plan, const char *json, int align, tn_plan_desc
 void tn_plan_destroy(tn_plan *plan) {
     if (!plan) return;
     tn_context *ctx = plan->ctx;
-    for (int i = 0; i < TN_ALIGN_CLASSES; i++) {
-        tn_free(&ctx->base.alloc, plan->variants[i].source);
-        tn_cache_release(ctx, plan->variants[i].kernel);
-    }
+    for (int t = 0; t < plan->num_tiers; t++)
+        for (int i = 0; i < TN_ALIGN_CLASSES; i++) release_variant(ctx, &plan->tiers[t].variants[i]);
+    tn_free(&ctx->base.alloc, plan->tiers);
     tn_fusion_destroy(plan->fusion);
     pthread_mutex_destroy(&plan->lock);
     tn_free(&ctx->base.alloc, plan);
@@ -341,7 +355,7 @@ tn_status tn_plan_create(tn_context *ctx, const tn_fusion *f, int64_t rows, int6
         return tn_set_error(ctx, TN_STATUS_UNSUPPORTED, "tn_plan_create: cols (N = %lld) above 2^31 - 1", (long long)cols);
     if (rows > TN_MAX_ROWS)
         return tn_set_error(ctx, TN_STATUS_UNSUPPORTED, "tn_plan_create: rows (M = %lld) above 2^48", (long long)rows);
-    tn_plan_options opts = {16, NULL, NULL, 0};
+    tn_plan_options opts = {16, NULL, NULL, 0, 0};
     if (options) opts = *options;
     if (opts.align_bytes == 0) opts.align_bytes = 16;
     if (opts.align_bytes < 0 || (opts.align_bytes & (opts.align_bytes - 1)))
@@ -352,6 +366,9 @@ tn_status tn_plan_create(tn_context *ctx, const tn_fusion *f, int64_t rows, int6
     if (opts.kind && (kind = tn_plan_kind_from_name(opts.kind)) < 0)
         return tn_set_error(ctx, TN_STATUS_INVALID_ARGUMENT, "tn_plan_create: unknown plan kind '%s' "
                             "(register, looped)", opts.kind);
+    if (opts.row_tiers && opts.plan_json)
+        return tn_set_error(ctx, TN_STATUS_INVALID_ARGUMENT, "tn_plan_create: a plan replayed from JSON is for its "
+                            "own row count: row tiers need the scheduler");
     tn_status st = tn_fusion_verify(f);
     if (st != TN_STATUS_OK) return st;
 
@@ -381,20 +398,34 @@ tn_status tn_plan_create(tn_context *ctx, const tn_fusion *f, int64_t rows, int6
     for (int i = 0; i < plan->fusion->num_inputs; i++) tn_fusion_io_info(plan->fusion, TN_IO_INPUT, i, &plan->inputs[i]);
     for (int o = 0; o < plan->fusion->num_outputs; o++) tn_fusion_io_info(plan->fusion, TN_IO_OUTPUT, o, &plan->outputs[o]);
     tn_abi_of(plan->fusion, &plan->abi);
-    tn_variant built;
-    memset(&built, 0, sizeof built);
-    if (opts.plan_json) {
-        tn_plan_desc desc;
-        st = replay(plan, opts.plan_json, opts.align_bytes, &desc);
-        if (st == TN_STATUS_OK) st = build_variant(plan, &built, &desc);
-    } else {
-        st = schedule_build(plan, &built, opts.align_bytes, plan->kind);
+    int64_t tier_rows[TN_MAX_TIERS];
+    int n = 0;
+    for (int64_t r = 1; opts.row_tiers && r < rows; r *= 2) tier_rows[n++] = r;
+    tier_rows[n++] = rows;
+    plan->tiers = tn_calloc(&ctx->base.alloc, (size_t)n, sizeof *plan->tiers);
+    if (!plan->tiers) {
+        st = tn_set_error(ctx, TN_STATUS_OUT_OF_MEMORY, "plan: out of memory");
+        goto done;
     }
-    if (st != TN_STATUS_OK) goto done;
-    /* Kept under the alignment its plan needs (the vector width may need less than the tensors give). */
-    plan->primary = &plan->variants[align_class(built.desc.align_bytes)];
-    move_variant(plan->primary, &built);
-    atomic_store(&plan->primary->ready, 1);
+    for (int t = 0; t < n && st == TN_STATUS_OK; t++) {
+        tn_tier *tier = &plan->tiers[t];
+        tier->rows = tier_rows[t];
+        plan->num_tiers = t + 1; /* so a failure below releases what this tier built */
+        tn_variant built;
+        memset(&built, 0, sizeof built);
+        if (opts.plan_json) {
+            tn_plan_desc desc;
+            st = replay(plan, opts.plan_json, opts.align_bytes, &desc);
+            if (st == TN_STATUS_OK) st = build_variant(plan, &built, &desc);
+        } else {
+            st = schedule_build(plan, &built, tier->rows, opts.align_bytes, plan->kind);
+        }
+        if (st != TN_STATUS_OK) break;
+        /* Kept under the alignment its plan needs (the vector width may need less than the tensors give). */
+        tier->primary = &tier->variants[align_class(built.desc.align_bytes)];
+        move_variant(tier->primary, &built);
+        atomic_store(&tier->primary->ready, 1);
+    }
 done:
     if (st != TN_STATUS_OK) {
         tn_plan_destroy(plan);
@@ -404,10 +435,31 @@ done:
     return TN_STATUS_OK;
 }
 
+/* A line a tier: the rows it serves, its plan, and its kernel, named by the hash of its cache key
+   (tiers whose plans differ only in the grid share one kernel). */
+static void describe_tiers(const tn_plan *plan, tn_strbuf *sb) {
+    int kernels = 0;
+    for (int t = 0; t < plan->num_tiers; t++) {
+        int seen = 0;
+        for (int u = 0; u < t && !seen; u++) seen = plan->tiers[u].primary->kernel == plan->tiers[t].primary->kernel;
+        kernels += !seen;
+    }
+    tn_strbuf_printf(sb, "%d row tier%s, %d kernel%s, for 1 to %lld rows\n", plan->num_tiers,
+                     plan->num_tiers == 1 ? "" : "s", kernels, kernels == 1 ? "" : "s", (long long)plan->rows);
+    for (int t = 0; t < plan->num_tiers; t++) {
+        const tn_variant *v = plan->tiers[t].primary;
+        const tn_plan_desc *d = &v->desc;
+        tn_strbuf_printf(sb, "  rows %lld-%lld: %s, %d threads, %d rows a CTA, cluster %d, %lld CTAs; kernel %016llx%s\n",
+                         (long long)(t ? plan->tiers[t - 1].rows + 1 : 1), (long long)plan->tiers[t].rows,
+                         tn_plan_kind_name(d->kind), d->block_threads, d->rows_per_cta, d->cluster,
+                         (long long)d->grid, (unsigned long long)v->kernel->hash, v->compiled ? " (compiled)" : "");
+    }
+}
+
 tn_status tn_plan_describe(const tn_plan *plan, tn_describe_what what, char *buf, size_t cap, size_t *needed) {
     if (!plan) return TN_STATUS_INVALID_ARGUMENT;
     tn_context *ctx = plan->ctx;
-    const tn_variant *v = plan->primary;
+    const tn_variant *v = top_tier(plan)->primary;
     tn_strbuf sb;
     tn_strbuf_init(&sb, &ctx->base.alloc);
     switch (what) {
@@ -429,6 +481,7 @@ tn_status tn_plan_describe(const tn_plan *plan, tn_describe_what what, char *buf
                          v->desc.block_threads, (long long)v->desc.grid, compiled_note);
         break;
     }
+    case TN_DESCRIBE_TIERS: describe_tiers(plan, &sb); break;
     default: tn_strbuf_free(&sb); return tn_set_error(ctx, TN_STATUS_INVALID_ARGUMENT, "describe: unknown what %d", (int)what);
     }
     char *text = tn_strbuf_take(&sb);
@@ -440,10 +493,13 @@ tn_status tn_plan_describe(const tn_plan *plan, tn_describe_what what, char *buf
 
 tn_status tn_plan_resources(const tn_plan *plan, tn_resources *out) {
     if (!plan || !out) return TN_STATUS_INVALID_ARGUMENT;
-    *out = plan->primary->kernel->res;
-    if (!plan->primary->compiled) out->compile_ms = 0;
-    out->block_threads = plan->primary->desc.block_threads;
-    out->grid_blocks = plan->primary->desc.grid;
+    const tn_variant *v = top_tier(plan)->primary;
+    *out = v->kernel->res;
+    out->compile_ms = 0;
+    for (int t = 0; t < plan->num_tiers; t++)
+        if (plan->tiers[t].primary->compiled) out->compile_ms += plan->tiers[t].primary->kernel->res.compile_ms;
+    out->block_threads = v->desc.block_threads;
+    out->grid_blocks = v->desc.grid;
     return TN_STATUS_OK;
 }
 
@@ -462,7 +518,7 @@ static int tensor_align(const tn_tensor *t, int64_t stride_bytes) {
 }
 
 static tn_status check_tensor(tn_plan *plan, const char *role, int i, const tn_tensor *t, const tn_io_info *io,
-                              int64_t *stride, int *align) {
+                              int64_t rows, int64_t *stride, int *align) {
     tn_context *ctx = plan->ctx;
     const char *name = io->name;
     const tn_dtype dtype = io->dtype;
@@ -480,10 +536,10 @@ static tn_status check_tensor(tn_plan *plan, const char *role, int i, const tn_t
                                 "N = %lld", role, i, name, (long long)*stride, (long long)plan->cols);
         /* The kernel forms row * stride + column offsets in 64 bits: the last byte must be addressable. */
         int64_t last;
-        if (__builtin_mul_overflow(plan->rows - 1, *stride, &last) || __builtin_add_overflow(last, plan->cols, &last) ||
+        if (__builtin_mul_overflow(rows - 1, *stride, &last) || __builtin_add_overflow(last, plan->cols, &last) ||
             __builtin_mul_overflow(last, size, &last) || (uint64_t)last > UINTPTR_MAX - (uintptr_t)t->data)
             return tn_set_error(ctx, TN_STATUS_INVALID_ARGUMENT, "launch: %s %d ('%s'): %lld rows of stride %lld "
-                                "do not fit in the address space", role, i, name, (long long)plan->rows,
+                                "do not fit in the address space", role, i, name, (long long)rows,
                                 (long long)*stride);
     }
     int a = tensor_align(t, *stride * size);
@@ -494,13 +550,20 @@ static tn_status check_tensor(tn_plan *plan, const char *role, int i, const tn_t
     return TN_STATUS_OK;
 }
 
-/* The variant for tensors aligned to align bytes, built on first need. */
-static tn_status variant_for(tn_plan *plan, int align, void *stream, tn_variant **out) {
-    if (align >= plan->primary->desc.align_bytes) {
-        *out = plan->primary;
+/* The tier serving `rows` rows: the first scheduled for at least that many (tiers are 1, 2, 4, ...
+   below M, then M). */
+static tn_tier *tier_for(tn_plan *plan, int64_t rows) {
+    const int i = rows <= 1 ? 0 : 64 - __builtin_clzll((unsigned long long)(rows - 1));
+    return &plan->tiers[i < plan->num_tiers ? i : plan->num_tiers - 1];
+}
+
+/* The tier's variant for tensors aligned to align bytes, built on first need. */
+static tn_status variant_for(tn_plan *plan, tn_tier *tier, int align, void *stream, tn_variant **out) {
+    if (align >= tier->primary->desc.align_bytes) {
+        *out = tier->primary;
         return TN_STATUS_OK;
     }
-    tn_variant *v = &plan->variants[align_class(align)];
+    tn_variant *v = &tier->variants[align_class(align)];
     if (atomic_load(&v->ready)) {
         *out = v;
         return TN_STATUS_OK;
@@ -515,9 +578,9 @@ static tn_status variant_for(tn_plan *plan, int align, void *stream, tn_variant 
     pthread_mutex_lock(&plan->lock);
     tn_status st = TN_STATUS_OK;
     if (!atomic_load(&v->ready)) {
-        st = schedule_build(plan, v, align, plan->kind);
+        st = schedule_build(plan, v, tier->rows, align, plan->kind);
         /* A forced kind that cannot take these tensors (tma below 16-byte alignment) yields to the scheduler's choice. */
-        if (st == TN_STATUS_UNSUPPORTED && plan->kind >= 0) st = schedule_build(plan, v, align, -1);
+        if (st == TN_STATUS_UNSUPPORTED && plan->kind >= 0) st = schedule_build(plan, v, tier->rows, align, -1);
         if (st == TN_STATUS_OK) atomic_store(&v->ready, 1);
     }
     pthread_mutex_unlock(&plan->lock);
@@ -552,11 +615,11 @@ tn_status tn_plan_prepare(tn_plan *plan, const tn_launch_args *args, tn_prepared
     int64_t in_stride[TN_MAX_IO], out_stride[TN_MAX_IO];
     int align = 16;
     for (int i = 0; i < f->num_inputs; i++) {
-        tn_status st = check_tensor(plan, "input", i, &args->inputs[i], &plan->inputs[i], &in_stride[i], &align);
+        tn_status st = check_tensor(plan, "input", i, &args->inputs[i], &plan->inputs[i], rows, &in_stride[i], &align);
         if (st != TN_STATUS_OK) return st;
     }
     for (int o = 0; o < f->num_outputs; o++) {
-        tn_status st = check_tensor(plan, "output", o, &args->outputs[o], &plan->outputs[o], &out_stride[o], &align);
+        tn_status st = check_tensor(plan, "output", o, &args->outputs[o], &plan->outputs[o], rows, &out_stride[o], &align);
         if (st != TN_STATUS_OK) return st;
     }
     tn_kernel_arg *vals = out->vals;
@@ -577,20 +640,21 @@ tn_status tn_plan_prepare(tn_plan *plan, const tn_launch_args *args, tn_prepared
     /* Arguments are checked first, so a machine without a GPU tests them too. */
     if (!ctx->has_gpu) return tn_set_error(ctx, TN_STATUS_NO_DEVICE, "launch: no GPU: %s", ctx->no_gpu_reason);
     tn_status st = tn_context_bind(ctx);
+    tn_tier *tier = tier_for(plan, rows);
     tn_variant *v = NULL;
-    if (st == TN_STATUS_OK) st = variant_for(plan, align, args->stream, &v);
+    if (st == TN_STATUS_OK) st = variant_for(plan, tier, align, args->stream, &v);
     if (st != TN_STATUS_OK) return st;
     out->num_launches = v->num_launches;
     for (int i = 0; i < v->num_launches; i++) {
         out->launches[i] = v->launches[i];
         out->fns[i] = v->fns[i];
-        if (rows < plan->rows) out->launches[i].grid = grid_for_rows(&v->desc, &v->launches[i], rows);
+        if (rows < tier->rows) out->launches[i].grid = grid_for_rows(&v->desc, &v->launches[i], rows);
     }
     /* grid_for_rows maps rows to CTAs by the plan's rows_per_cta: a plan of several launches (a finishing
        kernel) will need its own mapping per launch. */
-    if (rows < plan->rows && v->num_launches > 1)
+    if (rows < tier->rows && v->num_launches > 1)
         return tn_set_error(ctx, TN_STATUS_UNSUPPORTED, "launch: rows %lld of %lld: a plan of %d launches runs "
-                            "all its rows", (long long)rows, (long long)plan->rows, v->num_launches);
+                            "all its rows", (long long)rows, (long long)tier->rows, v->num_launches);
     out->stream = (CUstream)args->stream;
     return TN_STATUS_OK;
 }
@@ -613,4 +677,5 @@ const tn_fusion *tn_plan_fusion(const tn_plan *plan) { return plan->fusion; }
 tn_context *tn_plan_context(const tn_plan *plan) { return plan->ctx; }
 int64_t tn_plan_rows(const tn_plan *plan) { return plan->rows; }
 int64_t tn_plan_cols(const tn_plan *plan) { return plan->cols; }
-const tn_plan_desc *tn_plan_primary_desc(const tn_plan *plan) { return &plan->primary->desc; }
+int64_t tn_plan_bytes_for_rows(const tn_plan *plan, int64_t rows) { return tn_analysis_bytes(&plan->an, rows, plan->cols); }
+const tn_plan_desc *tn_plan_primary_desc(const tn_plan *plan) { return &top_tier(plan)->primary->desc; }

@@ -31,6 +31,8 @@ const tn_fusion *tn_plan_fusion(const tn_plan *plan);
 tn_context *tn_plan_context(const tn_plan *plan);
 int64_t tn_plan_rows(const tn_plan *plan);
 int64_t tn_plan_cols(const tn_plan *plan);
+/* Bytes at the floor for a launch of `rows` rows (tn_plan_bytes is for M). */
+int64_t tn_plan_bytes_for_rows(const tn_plan *plan, int64_t rows);
 /* The plan built at creation, for the options' alignment (after any recompile or spill fallback). */
 const tn_plan_desc *tn_plan_primary_desc(const tn_plan *plan);
 

@@ -161,7 +161,7 @@ def main():
             check("json --source parses", False, f"{e}: {out[:300]!r}")
         for args in (["--version"], ["version"]):
             rc, out, err = run(*args)
-            check(" ".join(args), rc == 0 and out.startswith("tmanorm 0.2") and out.count("\n") == 1, repr(out))
+            check(" ".join(args), rc == 0 and out.startswith("tmanorm 0.3") and out.count("\n") == 1, repr(out))
         for args in (["explain", "--help"], ["explain", "-h"], ["help", "explain"],
                      ["explain", "--op", "rmsnorm", "--help"]):
             out = good(args, "usage: tmanorm explain", "--op", "--json")

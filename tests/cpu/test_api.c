@@ -159,6 +159,81 @@ static void test_threads(tn_context *ctx) {
     CHECK(jobs[0].ok && jobs[1].ok && jobs[2].ok, "plans from three threads on one context");
 }
 
+/* The kernel hash on the tiers line serving `rows` ("rows A-B: ... kernel H"), or "" if none does. */
+static void tier_kernel(const char *tiers, int64_t rows, char *out, size_t cap) {
+    out[0] = '\0';
+    for (const char *line = strstr(tiers, "  rows "); line; line = strstr(line + 1, "  rows ")) {
+        long long lo, hi;
+        const char *k = strstr(line, "kernel ");
+        if (sscanf(line, "  rows %lld-%lld", &lo, &hi) == 2 && lo <= rows && rows <= hi && k) {
+            snprintf(out, cap, "%.16s", k + 7);
+            return;
+        }
+    }
+}
+
+/* Row tiers: a plan for any row count up to M, a kernel a power-of-two tier chosen at launch; each
+   tier's kernel is the one a plan made for the tier's rows alone has (the scheduler's choice there),
+   and tiers that differ only in the grid share one. */
+static void test_row_tiers(tn_context *ctx) {
+    tn_fusion *f = rmsnorm(ctx, TN_DTYPE_BF16);
+    tn_plan *plan = NULL, *alone = NULL;
+    tn_plan_options tiered = {0, NULL, NULL, 0, 1};
+    CHECK(tn_plan_create(ctx, f, 1000, 4096, &tiered, &plan) == TN_STATUS_OK, "tiers: %s", tn_context_last_error(ctx));
+    char *tiers = test_describe(plan, TN_DESCRIBE_TIERS);
+    int kernels = 0;
+    CHECK(sscanf(tiers, "11 row tiers, %d kernels, for 1 to 1000 rows", &kernels) == 1 && kernels >= 2 && kernels <= 8,
+          "1, 2, ... 512 and 1000: %s", tiers);
+    CHECK(strstr(tiers, "rows 513-1000") && strstr(tiers, "rows 1-1:"), "tiers: %s", tiers);
+    static const int64_t tier_rows[] = {1, 8, 256, 512, 1000};
+    for (int i = 0; i < 5; i++) {
+        CHECK(tn_plan_create(ctx, f, tier_rows[i], 4096, NULL, &alone) == TN_STATUS_OK, "plan alone");
+        char *one = test_describe(alone, TN_DESCRIBE_TIERS), want[20], got[20];
+        CHECK(strncmp(one, "1 row tier, 1 kernel", 20) == 0, "a plan without tiers: %s", one);
+        tier_kernel(one, tier_rows[i], want, sizeof want);
+        tier_kernel(tiers, tier_rows[i], got, sizeof got);
+        CHECK(want[0] && !strcmp(want, got), "tier of %lld rows: kernel %s, alone %s", (long long)tier_rows[i], got, want);
+        free(one);
+        tn_plan_destroy(alone);
+    }
+    /* The top tier is the plan for M: what describe and resources report. */
+    char *text = test_describe(plan, TN_DESCRIBE_TEXT);
+    CHECK(strstr(text, "rows             1000"), "text: %s", text);
+    tn_resources r;
+    CHECK(tn_plan_resources(plan, &r) == TN_STATUS_OK && r.grid_blocks > 0, "resources");
+    static char buf[4096] __attribute__((aligned(16)));
+    tn_tensor in[2] = {{buf, TN_DTYPE_BF16, 0}, {buf, TN_DTYPE_BF16, 0}}, out1[1] = {{buf, TN_DTYPE_BF16, 0}};
+    float eps = 1e-6f;
+    tn_launch_args a = {in, 2, out1, 1, &eps, 1, NULL, 600};
+    CHECK(tn_plan_launch(plan, &a) == TN_STATUS_NO_DEVICE, "600 of 1000 rows: %s", tn_context_last_error(ctx));
+    a.rows = 1001;
+    CHECK(tn_plan_launch(plan, &a) == TN_STATUS_INVALID_ARGUMENT && strstr(tn_context_last_error(ctx), "1 to 1000"),
+          "1001 rows: %s", tn_context_last_error(ctx));
+    free(tiers), free(text);
+    tn_plan_destroy(plan);
+    /* One row: one tier. Any row count (2^40): a tier a power of two, still a handful of kernels. */
+    CHECK(tn_plan_create(ctx, f, 1, 4096, &tiered, &plan) == TN_STATUS_OK, "one row");
+    tiers = test_describe(plan, TN_DESCRIBE_TIERS);
+    CHECK(strncmp(tiers, "1 row tier, 1 kernel, for 1 to 1 rows", 37) == 0, "one row: %s", tiers);
+    free(tiers);
+    tn_plan_destroy(plan);
+    CHECK(tn_plan_create(ctx, f, 1LL << 40, 4096, &tiered, &plan) == TN_STATUS_OK, "2^40 rows: %s",
+          tn_context_last_error(ctx));
+    tiers = test_describe(plan, TN_DESCRIBE_TIERS);
+    CHECK(sscanf(tiers, "41 row tiers, %d kernels", &kernels) == 1 && kernels <= 10, "2^40 rows: %s", tiers);
+    free(tiers);
+    tn_plan_destroy(plan);
+    /* A replayed plan is for its own row count. */
+    CHECK(tn_plan_create(ctx, f, 64, 4096, NULL, &alone) == TN_STATUS_OK, "plan");
+    char *json = test_describe(alone, TN_DESCRIBE_JSON);
+    tn_plan_options replay = {0, json, NULL, 0, 1};
+    CHECK(tn_plan_create(ctx, f, 64, 4096, &replay, &plan) == TN_STATUS_INVALID_ARGUMENT &&
+          strstr(tn_context_last_error(ctx), "row tiers"), "row tiers with JSON: %s", tn_context_last_error(ctx));
+    free(json);
+    tn_plan_destroy(alone);
+    tn_fusion_destroy(f);
+}
+
 void test_api(void) {
     tn_context *ctx = test_context();
     CHECK(!tn_context_has_gpu(ctx), "a forced target has no GPU");
@@ -169,6 +244,7 @@ void test_api(void) {
     CHECK(tn_context_create(&bad, &c2) == TN_STATUS_INVALID_ARGUMENT && !c2, "unknown target");
     test_errors(ctx);
     test_replay(ctx);
+    test_row_tiers(ctx);
     test_plan_alloc_failures();
     test_threads(ctx);
     tn_context_destroy(ctx);

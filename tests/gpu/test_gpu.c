@@ -46,6 +46,7 @@ typedef struct gpu_case {
                         third of that, each cluster looping over rows; 3 as 1, compiled for 2 CTAs an SM */
     int col_cache;   /* ... with stages (not shared): the COL slices kept in shared memory (col_cache) */
     int64_t launch_rows; /* launched for this many of its rows (tn_launch_args.rows), if > 0 */
+    int row_tiers;       /* the plan made with row tiers (tn_plan_options.row_tiers) */
 } gpu_case;
 
 /* The plan's JSON (the caller frees it); the plan destroyed. */
@@ -139,8 +140,9 @@ static int run_case(tn_context *ctx, const gpu_case *c) {
     if (c->col_cache) snprintf(label + strlen(label), sizeof label - strlen(label), " col_cache");
     if (c->launch_rows)
         snprintf(label + strlen(label), sizeof label - strlen(label), " launched for %lld rows", (long long)c->launch_rows);
+    if (c->row_tiers) snprintf(label + strlen(label), sizeof label - strlen(label), " (row tiers)");
     tn_status st = tn_fusion_builtin(ctx, c->op, &bo, &f);
-    tn_plan_options po = {0, NULL, c->kind};
+    tn_plan_options po = {0, NULL, c->kind, 0, c->row_tiers};
     if (st == TN_STATUS_OK) st = tn_plan_create(ctx, f, c->rows, c->cols, &po, &plan);
     if (st == TN_STATUS_OK && c->set) st = replay_with(ctx, f, c->rows, c->cols, c->set, !c->set_off, &plan);
     if (st == TN_STATUS_OK && c->stages)
@@ -218,6 +220,24 @@ static void run_fewer_rows(tn_context *ctx) {
                           cases[i].kind, 0, 0, NULL, 0, 0, 0, 0, launch};
             run_case(ctx, &c);
         }
+}
+
+/* Plans with row tiers (one kernel a power-of-two tier, chosen at launch), launched for row counts in
+   several tiers: each tier's kernel (few-row clusters, widened register rows, tma rings, streamed
+   clusters) on a grid cut to the rows. Odd N among them; every dtype unless quick. */
+static void run_row_tiers(tn_context *ctx, int quick) {
+    static const int64_t cols[] = {1536, 4097, 12288, 65536};
+    static const int64_t launch[] = {1, 5, 33, 100, 700, 1000};
+    const tn_dtype dtypes[] = {TN_DTYPE_BF16, TN_DTYPE_F16, TN_DTYPE_F32};
+    for (int op = 0; op < TN_BUILTIN_COUNT; op++)
+        for (int d = 0; d < (quick ? 1 : 3); d++)
+            for (int ci = 0; ci < 4; ci++)
+                for (int li = 0; li < 6; li++) {
+                    if (quick && li % 2) continue;
+                    gpu_case c = {(tn_builtin)op, dtypes[d], dtypes[d], dtypes[d], 0, 1000, cols[ci], NULL, 0, 0, NULL,
+                                  0, 0, 0, 0, launch[li] < 1000 ? launch[li] : 0, 1};
+                    run_case(ctx, &c);
+                }
 }
 
 /* A cluster plan whose slices stay in shared memory, every op (the sanitizers'
@@ -628,6 +648,7 @@ int main(int argc, char **argv) {
                 run_case(ctx, &c);
             }
         if (props.cc_major >= 9) run_shared_slices(ctx), run_fewer_rows(ctx);
+        run_row_tiers(ctx, 1);
         check_carry(ctx, props.cc_major >= 9, 1);
         if (props.cc_major >= 9) check_pdl_chain(ctx, 8, 4096);
         goto report;
@@ -656,6 +677,7 @@ int main(int argc, char **argv) {
                         gpu_case c = {(tn_builtin)op, dtypes[d], dtypes[d], dtypes[d], 0, rows[ri], cols[ci], kinds[k], 0, 0};
                         run_case(ctx, &c);
                     }
+    run_row_tiers(ctx, quick || sanitize);
     /* Mixed dtypes, saved statistics, f8 outputs. */
     const int64_t mixed_cols[] = {4096, 4097, 8192};
     for (int op = 0; op < TN_BUILTIN_COUNT; op++)

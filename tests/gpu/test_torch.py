@@ -601,38 +601,43 @@ def check_cuda_graph():
 
 
 def check_many_row_counts(n=4096, counts=1000):
-    """rms_norm at every row count 1..counts at one N: the plans the binding made (one a row count
-    today; reported, not judged) and the distinct kernels among them."""
+    """rms_norm at every row count 1..counts at one N: the binding makes a plan a doubling of the
+    row count (its row tiers serve every count below), not one a row count, and the kernels among
+    them are a handful (the scheduler's distinct choices over the tiers)."""
     dt = torch.bfloat16
     x = torch.randn(counts, n, device="cuda", dtype=dt)
     w = torch.rand(n, device="cuda", dtype=dt) + 0.5
-    ctx = tmanorm._native.context(torch.cuda.current_device())
-    sources = set()
-
-    def sweep():  # every plan made since the last sweep is still held (the cache keeps >= 3/4 of 256)
-        with ctx.lock:
-            for plan in ctx.cache.plans.values():
-                sources.add(hash(ctx.describe(plan, tmanorm._native.DESCRIBE_SOURCE)))
-
     before = tmanorm._plan_cache_info()
     torch.cuda.synchronize()
     start = time.perf_counter()
     with torch.no_grad():
         for m in range(1, counts + 1):
             tmanorm.rms_norm(x[:m], None, w, 1e-6)
-            if m % 128 == 0:
-                sweep()
     torch.cuda.synchronize()
     took = time.perf_counter() - start
-    sweep()
     after = tmanorm._plan_cache_info()
     made = after["created"] - before["created"]
-    print(f"row counts 1..{counts} at N = {n} ({dt}): {made} plans made, {after['evicted'] - before['evicted']} "
-          f"evicted, {after['plans']} held (capacity {after['capacity']}), {len(sources)} distinct kernels "
-          f"(generated sources) among the plans made; {took:.2f} s, {took / counts * 1e3:.2f} ms a call, "
-          "plan making included", flush=True)
-    report(True, f"1000 row counts: {made} plans, {len(sources)} kernels (reported for the plan-per-M issue)")
-    for m in (1, 7, 500, counts):
+    doublings = (counts - 1).bit_length() + 1
+    ctx = tmanorm._native.context(torch.cuda.current_device())
+    with ctx.lock:  # the kernels of this op's plan at N (earlier checks made plans of their own)
+        tiers = [ctx.describe(p, tmanorm._native.DESCRIBE_TIERS) for k, p in ctx.cache.plans.items()
+                 if k[0] == "rms_norm" and k[2] == n]
+    kernels = {line.rsplit("kernel ", 1)[1].split()[0] for t in tiers for line in t.splitlines()[1:]}
+    print(f"row counts 1..{counts} at N = {n} ({dt}): {made} plans made, {len(tiers)} held for N, "
+          f"{len(kernels)} distinct kernels over its row tiers; {took:.2f} s, {took / counts * 1e3:.3f} ms "
+          "a call, plan making included\n" + "".join(tiers), flush=True)
+    report(made <= doublings, f"1000 row counts: {made} plans made (at most one a doubling, {doublings})")
+    report(len(tiers) == 1 and len(kernels) <= 8, f"1000 row counts: one plan held, {len(kernels)} kernels "
+           "(a handful: at most 8)")
+    start = time.perf_counter()
+    with torch.no_grad():
+        for m in range(counts, 0, -1):
+            tmanorm.rms_norm(x[:m], None, w, 1e-6)
+    torch.cuda.synchronize()
+    again = tmanorm._plan_cache_info()
+    report(again["created"] == after["created"], f"the same row counts again: no plan made "
+           f"({(time.perf_counter() - start) / counts * 1e3:.3f} ms a call)")
+    for m in (1, 7, 129, 500, 513, counts):
         check_out(tmanorm.rms_norm(x[:m], None, w, 1e-6), F.rms_norm(x[:m].double(), (n,), w.double(), 1e-6), dt,
                   f"rms_norm at M = {m} after the sweep")
 

@@ -157,7 +157,7 @@ class stub_launch:
 
     def __enter__(self):
         self.saved, self.calls = N.Context.launch, []
-        N.Context.launch = lambda ctx, plan, ins, outs, params, stream: self.calls.append(plan.value)
+        N.Context.launch = lambda ctx, plan, ins, outs, params, stream, rows=0: self.calls.append(plan.value)
         return self.calls
 
     def __exit__(self, *exc):
@@ -493,37 +493,38 @@ def test_in_place_copies_in():
 
 
 def test_plan_cache_bounded():
-    """The plan cache keeps N.PLAN_CACHE_SIZE plans, least recently used first: past it, one
-    synchronize, then the oldest destroyed down to 3/4 of the size. Plans launched while capturing
-    are pinned (a graph may replay them) and nothing is evicted during a capture."""
+    """The plan cache keeps N.PLAN_CACHE_SIZE plans, keyed by what changes the kernels (here N),
+    least recently used first: past it, one synchronize, then the oldest destroyed down to 3/4 of
+    the size. Plans launched while capturing are pinned (a graph may replay them) and nothing is
+    evicted during a capture."""
     if N.has_gpu():
         return
     cap = N.PLAN_CACHE_SIZE
     ctx = fresh_context()
-    x_of = lambda m: FakeTensor((m, 64), device="cuda:7")  # noqa: E731
-    w = vec(64, device="cuda:7")
+    x_of = lambda n: FakeTensor((3, n), device="cuda:7")  # noqa: E731
+    w_of = lambda n: vec(n, device="cuda:7")  # noqa: E731
     with fake_torch() as torch, stub_launch() as launches, \
             count_calls("tn_plan_create", "tn_plan_destroy") as calls:
-        for m in range(1, cap + 1):
-            C.compute("rms_norm", {"x": x_of(m), "weight": w}, 1e-6)
+        for n in range(1, cap + 1):
+            C.compute("rms_norm", {"x": x_of(n), "weight": w_of(n)}, 1e-6)
         assert len(ctx.cache.plans) == cap and calls["tn_plan_destroy"] == 0 and torch.syncs == 0
-        C.compute("rms_norm", {"x": x_of(1), "weight": w}, 1e-6)  # a hit: M = 1 becomes the newest
-        C.compute("rms_norm", {"x": x_of(cap + 1), "weight": w}, 1e-6)
+        C.compute("rms_norm", {"x": x_of(1), "weight": w_of(1)}, 1e-6)  # a hit: N = 1 becomes the newest
+        C.compute("rms_norm", {"x": x_of(cap + 1), "weight": w_of(cap + 1)}, 1e-6)
         keep = cap - cap // 4
         assert len(ctx.cache.plans) == keep and calls["tn_plan_destroy"] == cap + 1 - keep, calls
         assert torch.syncs == 1 and len(launches) == cap + 2, (torch.syncs, len(launches))
-        rows = sorted(key[2] for key in ctx.cache.plans)
-        assert rows[:2] == [1, cap + 2 - keep + 1] and rows[-1] == cap + 1, rows[:3]
+        cols = sorted(key[2] for key in ctx.cache.plans)
+        assert cols[:2] == [1, cap + 2 - keep + 1] and cols[-1] == cap + 1, cols[:3]
         # Capturing: pinned, and nothing evicted while the capture lasts.
         torch.capturing = True
-        for m in range(1000, 1000 + cap):
-            C.compute("rms_norm", {"x": x_of(m), "weight": w}, 1e-6)
+        for n in range(1000, 1000 + cap):
+            C.compute("rms_norm", {"x": x_of(n), "weight": w_of(n)}, 1e-6)
         assert len(ctx.cache.plans) == keep + cap and len(ctx.cache.pinned) == cap, len(ctx.cache.plans)
         assert calls["tn_plan_destroy"] == cap + 1 - keep and torch.syncs == 1, calls
         # After it, pinned plans do not count against the size and are never evicted.
         torch.capturing = False
-        for m in range(5000, 5000 + cap - keep + 1):
-            C.compute("rms_norm", {"x": x_of(m), "weight": w}, 1e-6)
+        for n in range(5000, 5000 + cap - keep + 1):
+            C.compute("rms_norm", {"x": x_of(n), "weight": w_of(n)}, 1e-6)
         assert all(key in ctx.cache.plans for key in ctx.cache.pinned)
         assert len(ctx.cache.plans) == cap + keep and torch.syncs == 2, (len(ctx.cache.plans), torch.syncs)
         assert calls["tn_plan_create"] == ctx.cache.created == (cap + 1) + cap + (cap - keep + 1), calls
@@ -531,6 +532,37 @@ def test_plan_cache_bounded():
         assert info["plans"] == len(ctx.cache.plans) and info["pinned"] == cap and info["kernels"] >= 1, info
         assert info["evicted"] == calls["tn_plan_destroy"] and info["hits"] == 1, info
     N.contexts.pop((7, None)).cache.plans.clear()
+
+
+def test_plan_per_doubling_of_rows():
+    """A row count that changes every call makes a plan a doubling (row tiers up to a power of two),
+    not one a row count: the outgrown plan is destroyed after one synchronize, or, when pinned by a
+    capture, kept (retired) without either. Every launch is told its rows."""
+    if N.has_gpu():
+        return
+    ctx = fresh_context()
+    w = vec(64, device="cuda:7")
+    rows_launched = []
+    saved = N.Context.launch
+    N.Context.launch = lambda c, plan, ins, outs, params, stream, rows=0: rows_launched.append(rows)
+    try:
+        with fake_torch() as torch, count_calls("tn_plan_create", "tn_plan_destroy") as calls:
+            for m in range(1, 1001):
+                C.compute("rms_norm", {"x": FakeTensor((m, 64), device="cuda:7"), "weight": w}, 1e-6)
+            assert calls["tn_plan_create"] == 11 and calls["tn_plan_destroy"] == 10 and torch.syncs == 10, calls
+            assert len(ctx.cache.plans) == 1 and list(ctx.cache.bounds.values()) == [1024], ctx.cache.bounds
+            assert rows_launched == list(range(1, 1001)), rows_launched[:5]
+            tiers = ctx.describe(next(iter(ctx.cache.plans.values())), N.DESCRIBE_TIERS)
+            assert tiers.startswith("11 row tiers") and "rows 513-1024" in tiers, tiers
+            torch.capturing = True
+            C.compute("rms_norm", {"x": FakeTensor((1000, 64), device="cuda:7"), "weight": w}, 1e-6)
+            C.compute("rms_norm", {"x": FakeTensor((3000, 64), device="cuda:7"), "weight": w}, 1e-6)
+            assert calls["tn_plan_destroy"] == 10 and torch.syncs == 10 and len(ctx.cache.retired) == 1, calls
+            assert ctx.cache.bounds[next(iter(ctx.cache.plans))] == 4096 and ctx.cache.pinned, ctx.cache.bounds
+            assert tmanorm._plan_cache_info(7)["retired"] == 1
+    finally:
+        N.Context.launch = saved
+        N.contexts.pop((7, None)).cache.plans.clear()
 
 
 def test_version_and_lookup():

@@ -327,7 +327,7 @@ def test_version():
 
 def test_plan_cache_info():
     info = tmanorm._plan_cache_info()
-    assert set(info) == {"plans", "capacity", "created", "evicted", "hits", "pinned", "kernels"}, info
+    assert set(info) == {"plans", "capacity", "created", "evicted", "hits", "pinned", "retired", "kernels"}, info
 
 
 def main():
