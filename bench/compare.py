@@ -185,8 +185,10 @@ def sys_nvfuser():
     try:
         import nvfuser  # noqa: F401
     except ImportError as e:
-        raise RuntimeError("no nvfuser-cu130 (or other nvfuser) wheel for CPython 3.12 manylinux x86_64 on the "
-                           f"package index this workplace reaches, so it is not installed ({e})") from e
+        raise RuntimeError("not installed: the one nvFuser wheel for CUDA 13 and CPython 3.12 "
+                           "(nvfuser-cu130-torch210 0.2.36.dev20260301, 80 MB) is built against PyTorch 2.10 and fails "
+                           "to import on the device's PyTorch 2.11 (an undefined c10 symbol); no build for 2.11 exists "
+                           f"({type(e).__name__}: {e})") from e
     raise RuntimeError("nvfuser imported, but the harness has no nvFuser definitions yet")
 
 

@@ -27,8 +27,10 @@ get liger-kernel==0.8.5
 if [ "${WITH_FLASHINFER:-0}" = 1 ]; then
   get flashinfer-python==0.7.4 cuda-tile nccl-extensions nccl4py nvidia-cudnn-frontend click tabulate
 fi
-# nvFuser: no nvfuser-cu130 (or other nvfuser) wheel for CPython 3.12 is on the index this machine reaches.
-get nvfuser-cu130 2>/dev/null || echo "wheels.sh: nvfuser-cu130: no matching distribution (recorded by compare.py)"
+# nvFuser: the only CUDA 13 wheel for CPython 3.12, nvfuser-cu130-torch210 (80 MB, over a device call's 64 MiB of
+# carried files), is built against PyTorch 2.10 and fails to import on the device's 2.11 (an undefined c10
+# symbol): not fetched; compare.py records the reason.
+echo "wheels.sh: nvfuser-cu130-torch210 not fetched: built for PyTorch 2.10, fails to import on 2.11 (compare.py says so)"
 
 rm -rf .whl/b[0-9]*
 limit=$((48 * 1024 * 1024))
