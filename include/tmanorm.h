@@ -235,11 +235,13 @@ typedef struct tn_plan_options {
     int pdl;
     /* Row tiers, for callers whose row count changes from launch to launch (a
        server's token count). 0: one kernel, scheduled for M; a launch of fewer
-       rows runs it on a grid cut to them. 1: a kernel scheduled for each tier
-       of rows 1, 2, 4, ... below M and for M, all built at creation (tiers
-       whose plans differ only in the grid share one kernel: a handful in all);
-       a launch of m rows runs the first tier's of at least m rows, so no launch
-       compiles and any launch may be captured in a graph. Not with plan_json. */
+       rows runs it on a grid cut to them. 1: tiers of rows ending where the
+       scheduler's choice changes between 1 and M (found at creation by
+       sampling and bisection), each with the kernel scheduled for its last row
+       count, all built at creation: a handful in all; a launch of m rows runs
+       the first tier's of at least m rows, the scheduler's choice for m, so no
+       launch compiles and any launch may be captured in a graph. Not with
+       plan_json. */
     int row_tiers;
 } tn_plan_options;
 

@@ -6,7 +6,9 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "rt/runtime.h"
@@ -39,8 +41,8 @@ typedef struct tn_tier {
     tn_variant variants[TN_ALIGN_CLASSES];
 } tn_tier;
 
-/* Tiers 1, 2, 4, ... below M and M itself: at most 49 for M up to 2^48. */
-#define TN_MAX_TIERS 50
+/* Row tiers a plan may hold (where the scheduler's choice changes more often below M, powers of two). */
+#define TN_MAX_TIERS 64
 
 struct tn_plan {
     tn_context *ctx;
@@ -317,6 +319,94 @@ static tn_status schedule_build(tn_plan *plan, tn_variant *var, int64_t rows, in
     return TN_STATUS_OK;
 }
 
+/* ---- row tiers ---------------------------------------------------------------- */
+
+/* Whether two plans are the same choice but for the row count: the grid it gives (cut at launch) and the CTAs
+   an SM its launch bound asks for one wave (the plan for more rows asks for more, which fewer rows run too). */
+static int same_choice(const tn_plan_desc *a, const tn_plan_desc *b) {
+    tn_plan_desc x = *a, y = *b;
+    x.rows = y.rows = x.grid = y.grid = 0;
+    x.ctas_per_sm = y.ctas_per_sm = 0;
+    return !memcmp(&x, &y, offsetof(tn_plan_desc, why));
+}
+
+typedef struct tier_search {
+    tn_plan *plan;
+    int align, n, overflow;
+    int64_t *ends;
+} tier_search;
+
+/* The scheduler's plan at m rows into d; 0 where it refuses (a forced kind): a choice of its own. */
+static int choice_at(tier_search *t, int64_t m, tn_plan_desc *d) {
+    char err[320];
+    const tn_schedule_request req = request(t->plan, m, t->align, t->plan->kind, 0);
+    if (tn_schedule(&req, d, err, sizeof err)) return 1;
+    memset(d, 0, sizeof *d);
+    return 0;
+}
+
+static void add_end(tier_search *t, int64_t end) {
+    if (t->n < TN_MAX_TIERS) t->ends[t->n++] = end;
+    else t->overflow = 1;
+}
+
+/* Tier ends in (lo, hi], whose choices a and b the caller knows: where they differ, the last row count of a's
+   choice found by bisection ends a tier, and the rest is searched again. A choice that leaves and comes back
+   between two row counts of the same one is not seen (that stretch takes the choice around it). */
+static void search_ends(tier_search *t, int64_t lo, const tn_plan_desc *a, int64_t hi, const tn_plan_desc *b) {
+    if (t->overflow || same_choice(a, b)) return;
+    int64_t l = lo, h = hi;
+    tn_plan_desc mid_choice, h_choice = *b;
+    while (h - l > 1) {
+        const int64_t mid = l + (h - l) / 2;
+        choice_at(t, mid, &mid_choice);
+        if (same_choice(a, &mid_choice)) l = mid;
+        else h = mid, h_choice = mid_choice;
+    }
+    add_end(t, l);
+    search_ends(t, h, &h_choice, hi, b);
+}
+
+/* The row counts a plan of row tiers is built for, ascending, the last M: where the scheduler's choice (but for
+   the grid and the launch bound's CTAs an SM) changes between 1 and M, found by sampling (below) and
+   bisecting between two samples that differ, so every row count runs the kernel the scheduler would choose for it
+   (the choices it makes for few rows, spreading them over clusters or wider rows, change at row counts set
+   by the SM count, not at powers of two). Beyond TN_MAX_TIERS, the powers of two. Returns how many. */
+static int cmp_i64(const void *a, const void *b) {
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int row_tiers(tn_plan *plan, int64_t rows, int align, int64_t *ends) {
+    /* Samples: 1, 2, 3, 4, 6, 8, 12, ... and, where waves of CTAs decide (a few rows a CTA, a row group an SM's
+       worth), each multiple of the SM count up to 16 and the row count after it. */
+    int64_t samples[2 * 64 + 2 * 16 + 1];
+    int ns = 0;
+    for (int64_t at = 1; at < rows; at += (at & (at - 1)) ? at / 3 : at / 2 > 0 ? at / 2 : 1) samples[ns++] = at;
+    for (int64_t k = 1, sms = plan->ctx->props.sm_count; k <= 16; k++)
+        for (int64_t m = k * sms; m <= k * sms + 1; m++)
+            if (m < rows) samples[ns++] = m;
+    samples[ns++] = rows;
+    qsort(samples, (size_t)ns, sizeof samples[0], cmp_i64);
+    tier_search t = {plan, align, 0, 0, ends};
+    tn_plan_desc prev, next;
+    choice_at(&t, samples[0], &prev);
+    for (int i = 1; i < ns && !t.overflow; i++) {
+        if (samples[i] == samples[i - 1]) continue;
+        choice_at(&t, samples[i], &next);
+        search_ends(&t, samples[i - 1], &prev, samples[i], &next);
+        prev = next;
+    }
+    if (!t.overflow) {
+        add_end(&t, rows);
+        if (!t.overflow) return t.n;
+    }
+    int n = 0;
+    for (int64_t r = 1; r < rows; r *= 2) ends[n++] = r;
+    ends[n++] = rows;
+    return n;
+}
+
 static tn_status replay(tn_plan *plan, const char *json, int align, tn_plan_desc *desc) {
     char err[320];
     if (!tn_plan_desc_parse(json, desc, err, sizeof err))
@@ -399,9 +489,9 @@ tn_status tn_plan_create(tn_context *ctx, const tn_fusion *f, int64_t rows, int6
     for (int o = 0; o < plan->fusion->num_outputs; o++) tn_fusion_io_info(plan->fusion, TN_IO_OUTPUT, o, &plan->outputs[o]);
     tn_abi_of(plan->fusion, &plan->abi);
     int64_t tier_rows[TN_MAX_TIERS];
-    int n = 0;
-    for (int64_t r = 1; opts.row_tiers && r < rows; r *= 2) tier_rows[n++] = r;
-    tier_rows[n++] = rows;
+    int n = 1;
+    tier_rows[0] = rows;
+    if (opts.row_tiers) n = row_tiers(plan, rows, opts.align_bytes, tier_rows);
     plan->tiers = tn_calloc(&ctx->base.alloc, (size_t)n, sizeof *plan->tiers);
     if (!plan->tiers) {
         st = tn_set_error(ctx, TN_STATUS_OUT_OF_MEMORY, "plan: out of memory");
@@ -550,11 +640,15 @@ static tn_status check_tensor(tn_plan *plan, const char *role, int i, const tn_t
     return TN_STATUS_OK;
 }
 
-/* The tier serving `rows` rows: the first scheduled for at least that many (tiers are 1, 2, 4, ...
-   below M, then M). */
+/* The tier serving `rows` rows: the first whose plan was made for at least that many. */
 static tn_tier *tier_for(tn_plan *plan, int64_t rows) {
-    const int i = rows <= 1 ? 0 : 64 - __builtin_clzll((unsigned long long)(rows - 1));
-    return &plan->tiers[i < plan->num_tiers ? i : plan->num_tiers - 1];
+    int lo = 0, hi = plan->num_tiers - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi) / 2;
+        if (plan->tiers[mid].rows >= rows) hi = mid;
+        else lo = mid + 1;
+    }
+    return &plan->tiers[lo];
 }
 
 /* The tier's variant for tensors aligned to align bytes, built on first need. */

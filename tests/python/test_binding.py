@@ -553,7 +553,8 @@ def test_plan_per_doubling_of_rows():
             assert len(ctx.cache.plans) == 1 and list(ctx.cache.bounds.values()) == [1024], ctx.cache.bounds
             assert rows_launched == list(range(1, 1001)), rows_launched[:5]
             tiers = ctx.describe(next(iter(ctx.cache.plans.values())), N.DESCRIBE_TIERS)
-            assert tiers.startswith("11 row tiers") and "rows 513-1024" in tiers, tiers
+            n = int(tiers.split()[0])  # tiers end where the scheduler's choice changes: a handful
+            assert 1 <= n <= 8 and "-1024: " in tiers and tiers.count("  rows ") == n, tiers
             torch.capturing = True
             C.compute("rms_norm", {"x": FakeTensor((1000, 64), device="cuda:7"), "weight": w}, 1e-6)
             C.compute("rms_norm", {"x": FakeTensor((3000, 64), device="cuda:7"), "weight": w}, 1e-6)
