@@ -368,34 +368,26 @@ static void search_ends(tier_search *t, int64_t lo, const tn_plan_desc *a, int64
 }
 
 /* The row counts a plan of row tiers is built for, ascending, the last M: where the scheduler's choice (but for
-   the grid and the launch bound's CTAs an SM) changes between 1 and M, found by sampling (below) and
-   bisecting between two samples that differ, so every row count runs the kernel the scheduler would choose for it
+   the grid and the launch bound's CTAs an SM) changes between 1 and M, found by asking the scheduler at
+   every row count up to 16 waves and at samples beyond, bisecting between two samples that differ, so every row count runs the kernel the scheduler would choose for it
    (the choices it makes for few rows, spreading them over clusters or wider rows, change at row counts set
    by the SM count, not at powers of two). Beyond TN_MAX_TIERS, the powers of two. Returns how many. */
-static int cmp_i64(const void *a, const void *b) {
-    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 static int row_tiers(tn_plan *plan, int64_t rows, int align, int64_t *ends) {
-    /* Samples: 1, 2, 3, 4, 6, 8, 12, ... and, where waves of CTAs decide (a few rows a CTA, a row group an SM's
-       worth), each multiple of the SM count up to 16 and the row count after it. */
-    int64_t samples[2 * 64 + 2 * 16 + 1];
-    int ns = 0;
-    for (int64_t at = 1; at < rows; at += (at & (at - 1)) ? at / 3 : at / 2 > 0 ? at / 2 : 1) samples[ns++] = at;
-    for (int64_t k = 1, sms = plan->ctx->props.sm_count; k <= 16; k++)
-        for (int64_t m = k * sms; m <= k * sms + 1; m++)
-            if (m < rows) samples[ns++] = m;
-    samples[ns++] = rows;
-    qsort(samples, (size_t)ns, sizeof samples[0], cmp_i64);
+    /* Samples: every row count up to 16 waves of one CTA an SM (where the choices for few rows and the wave
+       counts decide, and can leave and come back: a random fusion at N = 12288 took 256 threads a row at
+       282-351 rows, 512 around them), then eight a doubling (1.09 apart). */
+    const int64_t dense = 16 * (int64_t)plan->ctx->props.sm_count;
     tier_search t = {plan, align, 0, 0, ends};
     tn_plan_desc prev, next;
-    choice_at(&t, samples[0], &prev);
-    for (int i = 1; i < ns && !t.overflow; i++) {
-        if (samples[i] == samples[i - 1]) continue;
-        choice_at(&t, samples[i], &next);
-        search_ends(&t, samples[i - 1], &prev, samples[i], &next);
+    int64_t at = 1;
+    choice_at(&t, at, &prev);
+    while (at < rows && !t.overflow) {
+        int64_t to = at < dense ? at + 1 : at + (at / 8 > 1 ? at / 8 : 1);
+        if (to > rows || to < at) to = rows;
+        choice_at(&t, to, &next);
+        search_ends(&t, at, &prev, to, &next);
         prev = next;
+        at = to;
     }
     if (!t.overflow) {
         add_end(&t, rows);

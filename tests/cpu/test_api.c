@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "random_fusion.h"
 #include "test.h"
 
 static tn_fusion *rmsnorm(tn_context *ctx, tn_dtype dt) { return test_builtin(ctx, TN_BUILTIN_RMSNORM, dt); }
@@ -197,23 +198,30 @@ static void plan_alone(tn_context *ctx, tn_fusion *f, int64_t rows, int64_t cols
 static void test_row_tiers(tn_context *ctx) {
     static const int64_t cols[] = {4096, 12288, 65536};
     tn_plan_options tiered = {0, NULL, NULL, 0, 1};
-    for (int op = 0; op < TN_BUILTIN_COUNT; op++)
+    /* The built-ins, then fusions of the public API's own (random, valid), at each N. */
+    for (int op = 0; op < TN_BUILTIN_COUNT + 12; op++)
         for (int ci = 0; ci < 3; ci++) {
-            tn_fusion *f = test_builtin(ctx, (tn_builtin)op, TN_DTYPE_BF16);
+            tn_fusion *f = NULL;
+            if (op < TN_BUILTIN_COUNT) f = test_builtin(ctx, (tn_builtin)op, TN_DTYPE_BF16);
+            else tn_random_fusion(ctx, 7000 + (uint64_t)op, 1, &f);
             tn_plan *plan = NULL;
-            CHECK(tn_plan_create(ctx, f, 1000, cols[ci], &tiered, &plan) == TN_STATUS_OK, "tiers: %s",
-                  tn_context_last_error(ctx));
+            const tn_status made = tn_plan_create(ctx, f, 1000, cols[ci], &tiered, &plan);
+            if (op >= TN_BUILTIN_COUNT && made == TN_STATUS_UNSUPPORTED) { /* beyond a limit: said so, no plan */
+                tn_fusion_destroy(f);
+                continue;
+            }
+            CHECK(made == TN_STATUS_OK, "tiers: %s", tn_context_last_error(ctx));
             char *tiers = plan ? test_describe(plan, TN_DESCRIBE_TIERS) : strdup("");
             int n = 0, kernels = 0;
+            const char *name = op < TN_BUILTIN_COUNT ? tn_builtin_name((tn_builtin)op) : "random fusion";
             CHECK(sscanf(tiers, "%d row tier%*[s], %d kernel", &n, &kernels) == 2 && n >= 1 && n <= 8 &&
-                      kernels <= n && strstr(tiers, "-1000: "), "%s %lld: %s", tn_builtin_name((tn_builtin)op),
-                  (long long)cols[ci], tiers);
+                      kernels <= n && strstr(tiers, "-1000: "), "%s %d %lld: %s", name, op, (long long)cols[ci], tiers);
             for (int64_t m = 1; m <= 1000; m += m < 140 ? 1 : 37) {
                 char kt[20], pt[96], ka[20], pa[96];
                 tier_line(tiers, m, kt, sizeof kt, pt, sizeof pt);
                 plan_alone(ctx, f, m, cols[ci], ka, sizeof ka, pa, sizeof pa);
-                CHECK(pt[0] && !strcmp(pt, pa), "%s %lld at %lld rows: the tier runs %s, the scheduler chooses %s",
-                      tn_builtin_name((tn_builtin)op), (long long)cols[ci], (long long)m, pt, pa);
+                CHECK(pt[0] && !strcmp(pt, pa), "%s %d %lld at %lld rows: the tier runs %s, the scheduler chooses %s",
+                      name, op, (long long)cols[ci], (long long)m, pt, pa);
             }
             for (const char *line = strstr(tiers, "  rows "); line; line = strstr(line + 1, "  rows ")) {
                 long long lo, hi;
