@@ -240,8 +240,9 @@ typedef struct tn_plan_options {
        sampling and bisection), each with the kernel scheduled for its last row
        count, all built at creation: a handful in all; a launch of m rows runs
        the first tier's of at least m rows, the scheduler's choice for m, so no
-       launch compiles and any launch may be captured in a graph. Not with
-       plan_json. */
+       launch of tensors at the plan's alignment compiles and any such launch
+       may be captured in a graph (tensors aligned to less build a variant per
+       tier on first need: launch once outside capture). Not with plan_json. */
     int row_tiers;
 } tn_plan_options;
 

@@ -528,6 +528,12 @@ static int cmd_explain(tn_context *ctx, const cli *c, tn_builtin op) {
         printf(", \"arch\": ");
         json_string(stdout, ctx->arch);
         printf(", \"bytes\": %lld,\n \"plan\": %s", (long long)bytes, plan_json);
+        if (c->bound) { /* the plan, bytes and resources above are the top tier's: the plan made for the bound */
+            char *tiers = described(plan, TN_DESCRIBE_TIERS);
+            printf(",\n \"bound\": %lld, \"tiers\": ", (long long)c->bound);
+            json_string(stdout, tiers ? tiers : "");
+            free(tiers);
+        }
         printf(",\n \"resources\": {\"registers\": %d, \"spill_store_bytes\": %d, \"spill_load_bytes\": %d, "
                "\"stack_bytes\": %d, \"static_smem_bytes\": %d, \"block_threads\": %d, \"grid_blocks\": %lld, "
                "\"compile_ms\": %.1f}", r.registers, r.spill_store_bytes, r.spill_load_bytes, r.stack_bytes,

@@ -142,13 +142,13 @@ class _PlanCache:
         self.bounds = {}
         self.pinned = set()
         self.retired = []  # pinned plans a larger one replaced: kept for the graphs that hold them
+        self.doomed = []  # plans replaced by calls whose launch raised: destroyed with the next victims
         self.created = self.evicted = self.hits = 0
 
     def get(self, key):
         plan = self.plans.get(key)
         if plan is not None:
             self.plans.move_to_end(key)
-            self.hits += 1
         return plan
 
     def add(self, key, plan, bound):
@@ -222,15 +222,18 @@ class Context:
 
     def run(self, op, dtypes, rows, cols, pdl, launch, capturing=False, before_evict=None):
         """launch(plan) with the cached plan for (op, dtypes, N, PDL setting) that serves `rows` rows:
-        a plan with row tiers up to a power of two, made on first use and remade for twice the rows
-        when a call has more (outside the lock: a compile must not hold up other threads' launches).
+        a plan with row tiers up to a power of two, made on first use and remade for the next power
+        of two of a call's rows when it has more (outside the lock: a compile must not hold up other threads' launches).
         The plan stays cached while launch runs; pinned when capturing. Beyond the cache's size,
         plans are destroyed oldest first after before_evict() (a device synchronize: a kernel of
         theirs may still run), never while capturing; so is a plan a larger one replaced."""
+        if rows > MAX_ROWS:
+            raise ValueError(f"tmanorm: {op}: {rows} rows: a plan serves at most 2^48")
         key = (op, tuple(dtypes), cols, pdl)
         with self.lock:
             plan = self.cache.get(key)
             if plan is not None and self.cache.bounds[key] >= rows:
+                self.cache.hits += 1
                 self._use(key, plan, launch, capturing, before_evict, [])
                 return
         bound = row_bound(rows)
@@ -242,17 +245,24 @@ class Context:
                 old = self.cache.add(key, made, bound)
                 stale = [old] if old is not None else []
                 plan, made = made, None
+            else:
+                self.cache.hits += 1  # another thread's plan, made meanwhile
             self._use(key, plan, launch, capturing, before_evict, stale)
         if made is not None:
             library().tn_plan_destroy(made)
 
     def _use(self, key, plan, launch, capturing, before_evict, stale):
-        launch(plan)
+        try:
+            launch(plan)
+        except BaseException:
+            self.cache.doomed += stale  # a kernel of theirs may still run: destroyed after the next synchronize
+            raise
         if capturing:
             self.cache.pinned.add(key)
             self.cache.retired += stale  # a kernel of theirs may still run: no synchronize while capturing
             return
-        victims = stale + (self.cache.take_oldest() if self.cache.over() else [])
+        victims = self.cache.doomed + stale + (self.cache.take_oldest() if self.cache.over() else [])
+        self.cache.doomed = []
         if victims and before_evict is not None:
             before_evict()
         for p in victims:

@@ -1,8 +1,9 @@
 /* Plans: schedule -> generate -> compile at creation; validate -> launch on
    the caller's stream. A plan keeps one kernel variant per tensor alignment,
    so misaligned tensors fall back to narrower accesses instead of faulting,
-   and, with row tiers, one set per power-of-two tier of rows, so a launch of
-   any row count up to M runs the kernel scheduled for its tier. */
+   and, with row tiers, one set per run of row counts the scheduler treats
+   alike, so a launch of any row count up to M runs the scheduler's choice for
+   it. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -41,7 +42,7 @@ typedef struct tn_tier {
     tn_variant variants[TN_ALIGN_CLASSES];
 } tn_tier;
 
-/* Row tiers a plan may hold (where the scheduler's choice changes more often below M, powers of two). */
+/* Row tiers a plan may hold (where the scheduler's choice changes more often, the powers of two below M). */
 #define TN_MAX_TIERS 64
 
 struct tn_plan {
@@ -683,6 +684,11 @@ static int64_t grid_for_rows(const tn_plan_desc *d, const tn_launch_desc *l, int
     return needed < l->grid ? needed : l->grid;
 }
 
+/* The grid launch i of the tier's variant v gets for `rows` rows: cut where the tier was made for more. */
+static int64_t launch_grid(const tn_tier *tier, const tn_variant *v, int i, int64_t rows) {
+    return rows < tier->rows ? grid_for_rows(&v->desc, &v->launches[i], rows) : v->launches[i].grid;
+}
+
 tn_status tn_plan_prepare(tn_plan *plan, const tn_launch_args *args, tn_prepared *out) {
     if (!plan) return TN_STATUS_INVALID_ARGUMENT;
     tn_context *ctx = plan->ctx;
@@ -734,7 +740,7 @@ tn_status tn_plan_prepare(tn_plan *plan, const tn_launch_args *args, tn_prepared
     for (int i = 0; i < v->num_launches; i++) {
         out->launches[i] = v->launches[i];
         out->fns[i] = v->fns[i];
-        if (rows < tier->rows) out->launches[i].grid = grid_for_rows(&v->desc, &v->launches[i], rows);
+        out->launches[i].grid = launch_grid(tier, v, i, rows);
     }
     /* grid_for_rows maps rows to CTAs by the plan's rows_per_cta: a plan of several launches (a finishing
        kernel) will need its own mapping per launch. */
@@ -763,5 +769,11 @@ const tn_fusion *tn_plan_fusion(const tn_plan *plan) { return plan->fusion; }
 tn_context *tn_plan_context(const tn_plan *plan) { return plan->ctx; }
 int64_t tn_plan_rows(const tn_plan *plan) { return plan->rows; }
 int64_t tn_plan_cols(const tn_plan *plan) { return plan->cols; }
+int64_t tn_plan_tier_launch(tn_plan *plan, int64_t rows, int64_t *tier_rows, const tn_plan_desc **desc) {
+    const tn_tier *tier = tier_for(plan, rows);
+    *tier_rows = tier->rows;
+    *desc = &tier->primary->desc;
+    return launch_grid(tier, tier->primary, 0, rows);
+}
 int64_t tn_plan_bytes_for_rows(const tn_plan *plan, int64_t rows) { return tn_analysis_bytes(&plan->an, rows, plan->cols); }
 const tn_plan_desc *tn_plan_primary_desc(const tn_plan *plan) { return &top_tier(plan)->primary->desc; }

@@ -31,6 +31,10 @@ const tn_fusion *tn_plan_fusion(const tn_plan *plan);
 tn_context *tn_plan_context(const tn_plan *plan);
 int64_t tn_plan_rows(const tn_plan *plan);
 int64_t tn_plan_cols(const tn_plan *plan);
+/* For tests without a GPU (tn_plan_prepare stops at the missing device first): what a launch of `rows` (1 to M)
+   rows at the plan's alignment runs: the rows of the tier it picks into *tier_rows, that tier's plan into *desc;
+   returns the grid of its first launch. */
+int64_t tn_plan_tier_launch(tn_plan *plan, int64_t rows, int64_t *tier_rows, const tn_plan_desc **desc);
 /* Bytes at the floor for a launch of `rows` rows (tn_plan_bytes is for M). */
 int64_t tn_plan_bytes_for_rows(const tn_plan *plan, int64_t rows);
 /* The plan built at creation, for the options' alignment (after any recompile or spill fallback). */

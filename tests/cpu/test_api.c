@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/plan_internal.h"
 #include "random_fusion.h"
 #include "test.h"
 
@@ -279,6 +280,156 @@ static void test_row_tiers(tn_context *ctx) {
     tn_fusion_destroy(f);
 }
 
+/* The tier ends TN_DESCRIBE_TIERS lists ("  rows A-B: ..."), ascending, each tier starting past the one below;
+   returns how many (0 if the lines do not chain from 1). */
+static int tier_ends(const tn_plan *plan, int64_t *ends, int cap) {
+    char *tiers = test_describe(plan, TN_DESCRIBE_TIERS);
+    int n = 0;
+    for (const char *line = strstr(tiers, "  rows "); line && n < cap; line = strstr(line + 1, "  rows ")) {
+        long long lo, hi;
+        if (sscanf(line, "  rows %lld-%lld", &lo, &hi) != 2 || lo != (n ? ends[n - 1] + 1 : 1) || hi < lo) {
+            n = 0;
+            break;
+        }
+        ends[n++] = hi;
+    }
+    free(tiers);
+    return n;
+}
+
+/* What a launch of m rows runs (tn_plan_tier_launch: the tier tn_plan_prepare picks and the grid it launches):
+   the first tier of at least m rows, and a grid of whole clusters, none without a row group, covering the m
+   rows unless the tier's own grid is smaller (a persistent grid that loops over them); the tier's own rows
+   its whole grid. Every m in 1..M, over plans of several tiers, clusters and several rows a CTA. */
+static void check_tier_launch(tn_plan *plan, int64_t m, const int64_t *ends, int n, const char *what, int *cut,
+                              int *cut_cluster, int *cut_rows) {
+    int want = 0;
+    while (want < n - 1 && ends[want] < m) want++;
+    int64_t tier_rows = 0;
+    const tn_plan_desc *d = NULL;
+    const int64_t grid = tn_plan_tier_launch(plan, m, &tier_rows, &d);
+    CHECK(tier_rows == ends[want], "%s: %lld rows ran the tier of %lld rows, not %lld's", what, (long long)m,
+          (long long)tier_rows, (long long)ends[want]);
+    const int64_t cl = d->cluster > 1 ? d->cluster : 1, per = d->rows_per_cta > 0 ? d->rows_per_cta : 1;
+    const int64_t groups = grid / cl;
+    CHECK(grid >= cl && grid % cl == 0 && grid <= d->grid, "%s: %lld rows: grid %lld of the tier's %lld (cluster %lld)",
+          what, (long long)m, (long long)grid, (long long)d->grid, (long long)cl);
+    if (m == tier_rows) CHECK(grid == d->grid, "%s: the tier's own %lld rows on a grid of %lld, not its %lld", what,
+                              (long long)m, (long long)grid, (long long)d->grid);
+    else {
+        CHECK((groups - 1) * per < m && (groups * per >= m || grid == d->grid),
+              "%s: %lld rows on %lld CTAs (%lld rows a CTA, cluster %lld, the tier's grid %lld)", what, (long long)m,
+              (long long)grid, (long long)per, (long long)cl, (long long)d->grid);
+        *cut += grid < d->grid;
+        *cut_cluster += grid < d->grid && cl > 1;
+        *cut_rows += grid < d->grid && per > 1;
+    }
+}
+
+static void test_tier_launches(tn_context *ctx) {
+    static const struct {
+        tn_builtin op;
+        int64_t cols;
+        const char *kind;
+    } cases[] = {{TN_BUILTIN_RMSNORM, 4096, NULL},      {TN_BUILTIN_RMSNORM, 12288, NULL},
+                 {TN_BUILTIN_SOFTMAX, 100, NULL},       {TN_BUILTIN_LAYERNORM, 64, NULL},
+                 {TN_BUILTIN_LAYERNORM, 65536, NULL},   {TN_BUILTIN_RMSNORM, 65536, "cluster"},
+                 {TN_BUILTIN_ADD_RMSNORM, 4096, "tma-ws"}, {TN_BUILTIN_SOFTMAX, 4096, "tma"},
+                 {TN_BUILTIN_RMSNORM, 12288, "looped"}};
+    int multi = 0, cut = 0, cut_cluster = 0, cut_rows = 0;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        tn_fusion *f = test_builtin(ctx, cases[c].op, TN_DTYPE_BF16);
+        tn_plan_options o = {0, NULL, cases[c].kind, 0, 1};
+        tn_plan *plan = NULL;
+        char what[96];
+        snprintf(what, sizeof what, "%s N = %lld %s", tn_builtin_name(cases[c].op), (long long)cases[c].cols,
+                 cases[c].kind ? cases[c].kind : "");
+        CHECK(tn_plan_create(ctx, f, 1000, cases[c].cols, &o, &plan) == TN_STATUS_OK, "%s: %s", what,
+              tn_context_last_error(ctx));
+        int64_t ends[64];
+        const int n = plan ? tier_ends(plan, ends, 64) : 0;
+        CHECK(n >= 1 && ends[n - 1] == 1000, "%s: %d tiers", what, n);
+        multi += n > 1;
+        for (int64_t m = 1; m <= 1000 && n >= 1; m++)
+            check_tier_launch(plan, m, ends, n, what, &cut, &cut_cluster, &cut_rows);
+        tn_plan_destroy(plan);
+        tn_fusion_destroy(f);
+    }
+    CHECK(multi >= 4 && cut > 1000 && cut_cluster > 100 && cut_rows > 100,
+          "the cases have several tiers (%d), grids cut (%d), of clusters (%d) and of several rows a CTA (%d)", multi,
+          cut, cut_cluster, cut_rows);
+    /* Up to 2^40 rows: each tier's last row count and the one past it, and the ends of the range. */
+    tn_fusion *f = rmsnorm(ctx, TN_DTYPE_BF16);
+    tn_plan_options o = {0, NULL, NULL, 0, 1};
+    tn_plan *plan = NULL;
+    const int64_t big = 1LL << 40;
+    CHECK(tn_plan_create(ctx, f, big, 4096, &o, &plan) == TN_STATUS_OK, "2^40: %s", tn_context_last_error(ctx));
+    int64_t ends[64];
+    const int n = plan ? tier_ends(plan, ends, 64) : 0;
+    CHECK(n >= 2 && ends[n - 1] == big, "2^40: %d tiers", n);
+    for (int t = 0; t < n; t++) {
+        const int64_t ms[] = {1, ends[t] - 1, ends[t], ends[t] + 1, big - 1, big};
+        for (int i = 0; i < 6; i++)
+            if (ms[i] >= 1 && ms[i] <= big)
+                check_tier_launch(plan, ms[i], ends, n, "rmsnorm 2^40", &cut, &cut_cluster, &cut_rows);
+    }
+    tn_plan_destroy(plan);
+    tn_fusion_destroy(f);
+}
+
+/* A plan with row tiers made while allocation k fails, for every k: out of memory or made, nothing leaked
+   (the tier array, a tier built before the failure, a tier half built). Softmax at N = 100: two tiers, small
+   kernels; the disk cache in a folder of its own, so only the first attempts compile. */
+static void test_row_tier_alloc_failures(void) {
+    char dir[] = "/tmp/tn_tier_alloc_XXXXXX";
+    const char *saved_dir = getenv("TMANORM_CACHE_DIR"), *saved_off = getenv("TMANORM_DISK_CACHE");
+    char *old_dir = saved_dir ? strdup(saved_dir) : NULL, *old_off = saved_off ? strdup(saved_off) : NULL;
+    const int have_dir = mkdtemp(dir) != NULL;
+    if (have_dir) {
+        setenv("TMANORM_CACHE_DIR", dir, 1);
+        unsetenv("TMANORM_DISK_CACHE");
+    }
+    int reached = 0, tiers = 0;
+    for (int k = 0; k < 5000 && !reached; k++) {
+        failing s = {k, 0};
+        tn_allocator al = failing_allocator(&s);
+        tn_context_options o = {0, &al, "h200", 1};
+        tn_context *ctx = NULL;
+        if (tn_context_create(&o, &ctx) == TN_STATUS_OK) {
+            tn_builtin_options bo = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0};
+            tn_plan_options po = {0, NULL, NULL, 0, 1};
+            tn_fusion *f = NULL;
+            tn_plan *plan = NULL;
+            tn_status st = tn_fusion_builtin(ctx, TN_BUILTIN_SOFTMAX, &bo, &f);
+            if (st == TN_STATUS_OK) st = tn_plan_create(ctx, f, 1000, 100, &po, &plan);
+            CHECK(st == TN_STATUS_OK || st == TN_STATUS_OUT_OF_MEMORY, "allocation %d failing gave %s: %s", k,
+                  tn_status_string(st), tn_context_last_error(ctx));
+            reached = st == TN_STATUS_OK;
+            if (plan) {
+                int64_t ends[64];
+                s.countdown = -1; /* describing allocates too */
+                tiers = tier_ends(plan, ends, 64);
+            }
+            tn_plan_destroy(plan);
+            tn_fusion_destroy(f);
+            tn_context_destroy(ctx);
+        }
+        CHECK(s.live == 0, "row tiers: allocation %d failing leaked %d blocks", k, s.live);
+    }
+    CHECK(reached && tiers >= 2, "a plan of row tiers never made (%d tiers, reached %d)", tiers, reached);
+    if (have_dir) {
+        char cmd[64];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        CHECK(system(cmd) == 0, "removing %s", dir);
+    }
+    if (old_dir) setenv("TMANORM_CACHE_DIR", old_dir, 1);
+    else unsetenv("TMANORM_CACHE_DIR");
+    if (old_off) setenv("TMANORM_DISK_CACHE", old_off, 1);
+    else unsetenv("TMANORM_DISK_CACHE");
+    free(old_dir);
+    free(old_off);
+}
+
 void test_api(void) {
     tn_context *ctx = test_context();
     CHECK(!tn_context_has_gpu(ctx), "a forced target has no GPU");
@@ -290,7 +441,9 @@ void test_api(void) {
     test_errors(ctx);
     test_replay(ctx);
     test_row_tiers(ctx);
+    test_tier_launches(ctx);
     test_plan_alloc_failures();
+    test_row_tier_alloc_failures();
     test_threads(ctx);
     tn_context_destroy(ctx);
     /* Without a forced target the context still works on a machine with no GPU. */

@@ -222,7 +222,7 @@ static void run_fewer_rows(tn_context *ctx) {
         }
 }
 
-/* Plans with row tiers (one kernel a power-of-two tier, chosen at launch), launched for row counts in
+/* Plans with row tiers (a kernel a run of row counts the scheduler treats alike, chosen at launch), launched for row counts in
    several tiers: each tier's kernel (few-row clusters, widened register rows, tma rings, streamed
    clusters) on a grid cut to the rows. Odd N among them; every dtype unless quick. */
 static void run_row_tiers(tn_context *ctx, int quick) {

@@ -6,10 +6,14 @@ lookup and version, and explain() through the real library (no GPU, no torch
 needed: the launch path runs with a stand-in torch module; the torch ops
 themselves are tests/python/test_torch_ops.py's).
 Run: python3 tests/python/test_binding.py (ctest runs it, with TMANORM_LIB set)."""
+import ctypes
 import itertools
+import random
 import re
 import os
 import sys
+import threading
+import time
 import traceback
 import types
 
@@ -564,6 +568,164 @@ def test_plan_per_doubling_of_rows():
     finally:
         N.Context.launch = saved
         N.contexts.pop((7, None)).cache.plans.clear()
+
+
+def test_row_bound():
+    """A plan is made for the next power of two of the rows (at most 2^48, the library's bound)."""
+    got = [N.row_bound(m) for m in (1, 2, 3, 4, 5, 1000, 1024, 1025)]
+    assert got == [1, 2, 4, 4, 8, 1024, 1024, 2048], got
+    assert N.row_bound(N.MAX_ROWS) == N.MAX_ROWS and N.row_bound(N.MAX_ROWS // 2 + 1) == N.MAX_ROWS
+    assert N.MAX_ROWS == 1 << 48
+
+
+class track_plans:
+    """Wraps tn_plan_create and tn_plan_destroy on the library: the live plans (handle -> the rows each
+    was made for), and every destroy of a plan not live or of one a capture launched, as an error."""
+
+    def __init__(self):
+        self.lib, self.live, self.captured, self.errors = N.library(), {}, set(), []
+        self.created = self.destroyed = 0
+        self.lock = threading.Lock()
+
+    def __enter__(self):
+        self.saved = create, destroy = self.lib.tn_plan_create, self.lib.tn_plan_destroy
+
+        def tn_plan_create(ctx, fusion, rows, cols, opts, out):
+            status = create(ctx, fusion, rows, cols, opts, out)
+            if status == 0:
+                with self.lock:
+                    self.live[out._obj.value] = rows
+                    self.created += 1
+            return status
+
+        def tn_plan_destroy(plan):
+            handle = plan.value if isinstance(plan, ctypes.c_void_p) else plan
+            with self.lock:
+                if handle not in self.live:
+                    self.errors.append(f"plan {handle:#x} destroyed but not live")
+                if handle in self.captured:
+                    self.errors.append(f"plan {handle:#x} destroyed after a capture launched it")
+                self.live.pop(handle, None)
+                self.destroyed += 1
+            destroy(plan)
+        self.lib.tn_plan_create, self.lib.tn_plan_destroy = tn_plan_create, tn_plan_destroy
+        return self
+
+    def __exit__(self, *exc):
+        self.lib.tn_plan_create, self.lib.tn_plan_destroy = self.saved
+
+
+def test_threads_grow_plans():
+    """Eight threads call the binding at once with random row counts (1 to 5000, so plans grow many
+    times), five N (keys) over a cache of two, some calls at one N capturing a graph (per thread):
+    no call fails; every launch gets a live plan made for at least its rows; no plan a capture
+    launched is destroyed, none twice; afterwards the plans live are exactly those held and retired,
+    the row bounds kept for exactly the plans held (each the rows its plan was made for), and pinned
+    ones among them."""
+    if N.has_gpu():
+        return
+    ctx = fresh_context()
+    ctx.cache.capacity = 2
+    local = threading.local()
+    failures, launches = [], [0]
+    saved = N.Context.launch
+    with fake_torch() as torch, track_plans() as plans:
+        torch.cuda.is_current_stream_capturing = lambda: getattr(local, "capturing", False)
+
+        def launch(c, plan, ins, outs, params, stream, rows=0):
+            time.sleep(0.0002)  # lets other threads run (as a launch does) between the lookup and the check
+            with plans.lock:
+                bound = plans.live.get(plan.value)
+                launches[0] += 1
+                if bound is None or not 1 <= rows <= bound:
+                    failures.append(f"{rows} rows launched on plan {plan.value:#x} of {bound} rows")
+                if local.capturing:
+                    plans.captured.add(plan.value)
+        N.Context.launch = launch
+
+        def worker(seed):
+            rng = random.Random(seed)
+            try:
+                for i in range(150):
+                    m = int(2 ** rng.uniform(0, 12.3))
+                    n = rng.choice((64, 128, 256, 512, 1024))
+                    local.capturing = n == 64 and rng.random() < 0.3 and i < 149  # each thread's last call eager
+                    C.compute("rms_norm", {"x": FakeTensor((m, n), device="cuda:7"),
+                                           "weight": vec(n, device="cuda:7")}, 1e-6)
+            except Exception:  # noqa: BLE001 - reported below
+                failures.append(traceback.format_exc())
+        try:
+            threads = [threading.Thread(target=worker, args=(s,)) for s in range(8)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        finally:
+            N.Context.launch = saved
+        c = ctx.cache
+        assert not failures, failures[:3]
+        assert not plans.errors, plans.errors[:3]
+        assert launches[0] == 8 * 150, launches
+        held = {p.value for p in c.plans.values()}
+        retired = {p.value for p in c.retired}
+        assert set(plans.live) == held | retired and not held & retired, (len(plans.live), len(held), len(retired))
+        assert plans.created == plans.destroyed + len(held) + len(retired), (plans.created, plans.destroyed)
+        assert set(c.bounds) == set(c.plans) and c.pinned <= set(c.plans), (c.bounds, c.pinned)
+        assert all(plans.live[p.value] == c.bounds[k] for k, p in c.plans.items()), c.bounds
+        assert len(c.plans) - len(c.pinned) <= c.capacity and c.evicted > 0 and plans.destroyed > c.evicted, \
+            (len(c.plans), len(c.pinned), c.evicted, plans.destroyed)
+        assert retired and c.pinned, (len(retired), c.pinned)  # the capture paths ran
+    N.contexts.pop((7, None)).cache.plans.clear()
+
+
+def test_failed_launch_leaks_no_plan():
+    """A call that replaces its key's plan with one for more rows and whose launch then raises (here
+    the library's "no GPU"; on a GPU a refused tensor or a CUDA error) still disposes of the replaced
+    plan: after a later call that succeeds, the plans live are exactly those held and retired."""
+    if N.has_gpu():
+        return
+    ctx = fresh_context()
+    w = vec(64, device="cuda:7")
+    with fake_torch(), track_plans() as plans:
+        for m in (100, 200, 500, 1000):  # each a new power of two: each replaces the plan before it
+            expect_error(tmanorm.TmanormError, "tn_plan_launch",
+                         lambda: C.compute("rms_norm", {"x": FakeTensor((m, 64), device="cuda:7"), "weight": w},
+                                           1e-6))
+        with stub_launch():
+            C.compute("rms_norm", {"x": FakeTensor((10, 64), device="cuda:7"), "weight": w}, 1e-6)
+        c = ctx.cache
+        held, retired = {p.value for p in c.plans.values()}, {p.value for p in c.retired}
+        assert plans.created == 4 and not plans.errors, (plans.created, plans.errors)
+        assert set(plans.live) == held | retired, (len(plans.live), len(held), len(retired))
+    N.contexts.pop((7, None)).cache.plans.clear()
+
+
+def test_rows_past_the_bound_refused():
+    """More rows than a plan may have (2^48) are refused before any plan is made: not a plan for 2^48
+    rows made, cached and replaced again on every such call."""
+    if N.has_gpu():
+        return
+    fresh_context()
+    w = vec(64, device="cuda:7")
+    with fake_torch(), stub_launch() as launches, count_calls("tn_plan_create") as calls:
+        for _ in range(2):
+            expect_error(ValueError, "2^48", lambda: C.compute(
+                "rms_norm", {"x": FakeTensor((N.MAX_ROWS + 1, 64), device="cuda:7"), "weight": w}, 1e-6))
+        assert calls["tn_plan_create"] == 0 and not launches, (calls, launches)
+    N.contexts.pop((7, None)).cache.plans.clear()
+
+
+def test_hits_are_calls_a_cached_plan_served():
+    """hits counts the calls a cached plan served: not a plan found outgrown and replaced."""
+    if N.has_gpu():
+        return
+    ctx = fresh_context()
+    w = vec(64, device="cuda:7")
+    with fake_torch(), stub_launch():
+        for m in range(1, 1001):
+            C.compute("rms_norm", {"x": FakeTensor((m, 64), device="cuda:7"), "weight": w}, 1e-6)
+    assert ctx.cache.created == 11 and ctx.cache.hits == 1000 - 11, (ctx.cache.created, ctx.cache.hits)
+    N.contexts.pop((7, None)).cache.plans.clear()
 
 
 def test_version_and_lookup():
