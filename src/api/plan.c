@@ -369,10 +369,11 @@ static void search_ends(tier_search *t, int64_t lo, const tn_plan_desc *a, int64
 }
 
 /* The row counts a plan of row tiers is built for, ascending, the last M: where the scheduler's choice (but for
-   the grid and the launch bound's CTAs an SM) changes between 1 and M, found by asking the scheduler at
-   every row count up to 16 waves and at samples beyond, bisecting between two samples that differ, so every row count runs the kernel the scheduler would choose for it
-   (the choices it makes for few rows, spreading them over clusters or wider rows, change at row counts set
-   by the SM count, not at powers of two). Beyond TN_MAX_TIERS, the powers of two. Returns how many. */
+   the grid and the launch bound's CTAs an SM) changes between 1 and M, found by asking the scheduler at every
+   row count up to 16 waves and at samples beyond, bisecting between two samples that differ, so every row
+   count runs the kernel the scheduler would choose for it (the choices it makes for few rows, spreading them
+   over clusters or wider rows, change at row counts set by the SM count, not at powers of two). Beyond
+   TN_MAX_TIERS, the powers of two. Returns how many. */
 static int row_tiers(tn_plan *plan, int64_t rows, int align, int64_t *ends) {
     /* Samples: every row count up to 16 waves of one CTA an SM (where the choices for few rows and the wave
        counts decide, and can leave and come back: a random fusion at N = 12288 took 256 threads a row at
