@@ -217,8 +217,11 @@ def _explain_dtype(dtype, what="dtype", output=False):
     return code
 
 
-def explain(op, rows, cols, dtype="bf16", target=None, pdl=None, *, weight_dtype=None, out_dtype=None):
-    """The plan tmanorm makes for a built-in at [rows, cols], as text.
+def explain(op, rows, cols, dtype="bf16", target=None, pdl=None, *, weight_dtype=None, out_dtype=None,
+            row_tiers=False):
+    """The plan tmanorm makes for a built-in at [rows, cols], as text; with row_tiers, followed by
+    the row tiers of the plan the ops keep for any row count up to `rows` (each tier's rows, plan
+    and kernel: what a call of fewer rows runs).
 
     op: rms_norm, layer_norm, softmax, add_rms_norm (or the command-line tool's rmsnorm, layernorm,
     add_rmsnorm); dtype: x's (and every other tensor's unless weight_dtype, out_dtype say), as
@@ -232,9 +235,12 @@ def explain(op, rows, cols, dtype="bf16", target=None, pdl=None, *, weight_dtype
     if target is None and not _native.has_gpu():
         target = "h200"
     ctx = _native.context(0, target)
-    plan = ctx.make_plan(name, (xd, wd, od), rows, cols, 0, _native.pdl_code(pdl))
+    if not isinstance(row_tiers, bool):
+        raise TypeError(f"tmanorm: explain: row_tiers must be True or False, not {row_tiers!r}")
+    plan = ctx.make_plan(name, (xd, wd, od), rows, cols, 0, _native.pdl_code(pdl), row_tiers=int(row_tiers))
     try:
-        return ctx.describe(plan, _native.DESCRIBE_TEXT)
+        text = ctx.describe(plan, _native.DESCRIBE_TEXT)
+        return text + ctx.describe(plan, _native.DESCRIBE_TIERS) if row_tiers else text
     finally:
         _native.library().tn_plan_destroy(plan)
 

@@ -815,6 +815,13 @@ def test_explain_names():
     expect_error(tmanorm.TmanormError, ("tn_plan_create", "invalid argument", "M = 0"),
                  lambda: tmanorm.explain("rmsnorm", 0, 8, target="h200"))
     expect_error(tmanorm.TmanormError, "tn_context_create", lambda: tmanorm.explain("rmsnorm", 8, 8, target="z9"))
+    # row_tiers: the tiers of the plan the ops keep for up to `rows` rows, after the plan for `rows`.
+    text = tmanorm.explain("rms_norm", 1000, 4096, "bf16", target="h200", row_tiers=True)
+    tiers = text[text.index("row tier"):]
+    assert re.search(r"^\d+ row tiers?, \d+ kernels?, for 1 to 1000 rows$", text, re.M) and "  rows 1-" in tiers, text
+    assert "row tier" not in tmanorm.explain("rms_norm", 1000, 4096, "bf16", target="h200")
+    expect_error(TypeError, "row_tiers must be True or False",
+                 lambda: tmanorm.explain("rms_norm", 8, 8, target="h200", row_tiers=1))
 
 
 def test_explain_reuses_context_and_frees_plans():
