@@ -111,6 +111,7 @@ void tn_gpu_plan_kind(const tn_plan *plan, char *out, size_t cap) {
 typedef struct tensor_buf {
     CUdeviceptr base;
     size_t bytes; /* allocated, guard included */
+    int offset;   /* bytes from the allocation to the tensor */
     tn_io_info info;
     int64_t rows, cols, stride; /* layout: rows of cols, stride apart (ROWSCALAR/COL: rows x 1) */
     tn_tensor t;
@@ -141,6 +142,7 @@ static tn_status alloc_buf(tn_context *ctx, tensor_buf *b, int offset) {
     tn_status st = TN_STATUS_OK;
     size_t size = tn_dtype_size(b->info.dtype);
     b->bytes = (size_t)elems(b) * size + (size_t)offset + GUARD_BYTES;
+    b->offset = offset;
     CU(ctx->cu->MemAlloc(&b->base, b->bytes));
     b->t.data = (void *)(uintptr_t)(b->base + (CUdeviceptr)offset);
     b->t.dtype = b->info.dtype;
@@ -149,7 +151,8 @@ done:
     return st;
 }
 
-static tn_status alloc_set(tn_plan *plan, int64_t rows, int64_t cols, int64_t pad, int offset, buffer_set *s) {
+static tn_status alloc_set(tn_plan *plan, int64_t rows, int64_t cols, int64_t pad, int offset, int out_offset,
+                           buffer_set *s) {
     const tn_fusion *f = tn_plan_fusion(plan);
     tn_context *ctx = tn_plan_context(plan);
     tn_status st = TN_STATUS_OK;
@@ -166,7 +169,7 @@ static tn_status alloc_set(tn_plan *plan, int64_t rows, int64_t cols, int64_t pa
         if (s->out[o].info.shape == TN_SHAPE_COL)
             st = tn_set_error(ctx, TN_STATUS_UNSUPPORTED, "harness: COL outputs are not checked yet");
         layout(&s->out[o], rows, cols, pad);
-        if (st == TN_STATUS_OK) st = alloc_buf(ctx, &s->out[o], offset);
+        if (st == TN_STATUS_OK) st = alloc_buf(ctx, &s->out[o], offset + out_offset);
     }
     if (st != TN_STATUS_OK) free_set(ctx, s);
     return st;
@@ -226,7 +229,7 @@ tn_status tn_gpu_check(tn_plan *plan, const float *params, const tn_check_option
     const int num_params = tn_fusion_io_count(f, TN_IO_PARAM);
     /* Only the rows launched exist: a kernel reading or writing past them is out of bounds (the sanitizers)
        or writes the guard after the end (counted below). */
-    TRY(alloc_set(plan, rows, cols, opts->row_pad, opts->byte_offset, &s));
+    TRY(alloc_set(plan, rows, cols, opts->row_pad, opts->byte_offset, opts->out_offset, &s));
     TRY(fill_inputs(ctx, &s, opts->seed));
     for (int o = 0; o < s.num_out; o++) CU(ctx->cu->MemsetD8(s.out[o].base, 0xff, s.out[o].bytes));
     tn_tensor tin[TN_MAX_IO], tout[TN_MAX_IO];
@@ -245,7 +248,7 @@ tn_status tn_gpu_check(tn_plan *plan, const float *params, const tn_check_option
         CU(ctx->cu->MemsetD8(counts, 0, sizeof c));
         long long r = b->rows, cl = b->cols, sd = b->stride;
         int size = (int)tn_dtype_size(b->info.dtype);
-        long long total = (long long)((b->bytes - (size_t)opts->byte_offset) / (size_t)size);
+        long long total = (long long)((b->bytes - (size_t)b->offset) / (size_t)size);
         void *p = b->t.data;
         void *args[] = {&p, &r, &cl, &sd, &total, &size, &counts};
         CU(ctx->cu->LaunchKernel(poison->fn, 1024, 1, 1, 256, 1, 1, 0, NULL, args, NULL));
@@ -374,7 +377,7 @@ tn_status tn_gpu_time_rows(tn_plan *plan, const float *params, int replays, int6
     while (want > 1 && (double)want * (double)bytes > 0.5 * (double)free_b) want--;
     const int num_params = tn_fusion_io_count(f, TN_IO_PARAM);
     for (nsets = 0; nsets < want; nsets++) {
-        TRY(alloc_set(plan, rows, cols, 0, 0, &sets[nsets]));
+        TRY(alloc_set(plan, rows, cols, 0, 0, 0, &sets[nsets]));
         TRY(fill_inputs(ctx, &sets[nsets], 1234 + (uint64_t)nsets));
     }
     const int launches = nsets * ((20 + nsets - 1) / nsets);
@@ -476,7 +479,7 @@ tn_status tn_gpu_launch_overhead(tn_plan *plan, const float *params, int calls, 
     buffer_set s;
     memset(&s, 0, sizeof s);
     const int64_t rows = tn_plan_rows(plan), cols = tn_plan_cols(plan);
-    TRY(alloc_set(plan, rows, cols, 0, 0, &s));
+    TRY(alloc_set(plan, rows, cols, 0, 0, 0, &s));
     TRY(fill_inputs(ctx, &s, 7));
     tn_tensor tin[TN_MAX_IO], tout[TN_MAX_IO];
     tn_launch_args la;

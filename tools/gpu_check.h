@@ -14,6 +14,7 @@ typedef struct tn_check_options {
     int64_t row_pad;     /* extra elements per row of every ROW tensor (stride = N + pad) */
     int byte_offset;     /* shift every tensor by this many bytes (misalignment tests) */
     int64_t launch_rows; /* launch for this many rows (0: the plan's M), the tensors holding only those */
+    int out_offset;      /* shift every output by this many bytes more than the inputs (offsets that disagree) */
 } tn_check_options;
 
 typedef struct tn_check_result {

@@ -40,6 +40,9 @@ typedef struct tn_tier {
     int64_t rows;
     tn_variant *primary; /* built at creation, for the options' alignment */
     tn_variant variants[TN_ALIGN_CLASSES];
+    /* For tensors at different offsets from a 16-byte boundary, where the plan for their alignment peels (built
+       on first need, never peeled). */
+    tn_variant unpeeled[TN_ALIGN_CLASSES];
 } tn_tier;
 
 /* Row tiers a plan may hold (where the scheduler's choice changes more often, the powers of two below M). */
@@ -208,13 +211,23 @@ static void adopt_variant(tn_plan *plan, tn_variant *var, tn_variant *other) {
     move_variant(var, other);
 }
 
-static tn_schedule_request request(const tn_plan *plan, int64_t rows, int align, int kind, unsigned avoid) {
-    return (tn_schedule_request){&plan->an, rows, plan->cols, align, kind, &plan->ctx->props, plan->pdl, avoid};
+/* What a variant is built for: the rows of its tier, the tensors' alignment, and whether the launch's
+   tensors allow a peeled plan (tn_plan_desc.peel). */
+typedef struct build_for {
+    int64_t rows;
+    int align, no_peel;
+} build_for;
+
+static tn_schedule_request request(const tn_plan *plan, build_for b, int kind, unsigned avoid) {
+    tn_schedule_request r = {&plan->an, b.rows, plan->cols, b.align, kind, &plan->ctx->props, plan->pdl, avoid};
+    r.no_peel = b.no_peel;
+    return r;
 }
 
-static tn_status schedule(tn_plan *plan, int64_t rows, int align, int kind, tn_plan_desc *desc) {
+static tn_status schedule(tn_plan *plan, build_for b, int kind, tn_plan_desc *desc) {
     char err[320];
-    const tn_schedule_request req = request(plan, rows, align, kind, 0);
+    const int64_t rows = b.rows;
+    const tn_schedule_request req = request(plan, b, kind, 0);
     if (tn_schedule(&req, desc, err, sizeof err)) return TN_STATUS_OK;
     return tn_set_error(plan->ctx, TN_STATUS_UNSUPPORTED, "fusion '%s' at [%lld, %lld]: %s", plan->fusion->name,
                         (long long)rows, (long long)plan->cols, err);
@@ -252,14 +265,15 @@ static int clusters_short(const tn_plan *plan, const tn_variant *var, const tn_p
    one compiles without spills and is not the looped plan (which reads every
    row twice from memory: a few spilled bytes cost less). A forced kind keeps
    its plan. */
-static tn_status schedule_build(tn_plan *plan, tn_variant *var, int64_t rows, int align, int kind) {
+static tn_status schedule_build(tn_plan *plan, tn_variant *var, build_for b, int kind) {
+    const int64_t rows = b.rows;
     tn_plan_desc desc;
-    tn_status st = schedule(plan, rows, align, kind, &desc);
+    tn_status st = schedule(plan, b, kind, &desc);
     if (st == TN_STATUS_OK) st = build_variant(plan, var, &desc);
     int max_cluster = 0;
     for (int tries = 0; st == TN_STATUS_OK && kind < 0 && tries < 2 && clusters_short(plan, var, &desc); tries++) {
         char err[320];
-        tn_schedule_request req = request(plan, rows, align, -1, 0);
+        tn_schedule_request req = request(plan, b, -1, 0);
         req.max_cluster = desc.cluster / 2;
         tn_plan_desc next;
         tn_variant other;
@@ -284,7 +298,7 @@ static tn_status schedule_build(tn_plan *plan, tn_variant *var, int64_t rows, in
     if (st == TN_STATUS_OK && kind < 0 && var->desc.shared_slice &&
         tn_plan_bound_ctas(&var->desc) < TN_SHARED_SLICE_CTAS) {
         char err[320];
-        tn_schedule_request req = request(plan, rows, align, -1, 0);
+        tn_schedule_request req = request(plan, b, -1, 0);
         req.max_cluster = max_cluster;
         req.no_shared_slice = 1;
         tn_plan_desc next;
@@ -304,7 +318,7 @@ static tn_status schedule_build(tn_plan *plan, tn_variant *var, int64_t rows, in
     }
     if (st != TN_STATUS_OK || kind >= 0 || !spill_bytes(var)) return st;
     char err[320];
-    tn_schedule_request req = request(plan, rows, align, -1, 1u << var->desc.kind);
+    tn_schedule_request req = request(plan, b, -1, 1u << var->desc.kind);
     req.max_cluster = max_cluster;
     tn_variant other;
     memset(&other, 0, sizeof other);
@@ -340,7 +354,7 @@ typedef struct tier_search {
 /* The scheduler's plan at m rows into d; 0 where it refuses (a forced kind): a choice of its own. */
 static int choice_at(tier_search *t, int64_t m, tn_plan_desc *d) {
     char err[320];
-    const tn_schedule_request req = request(t->plan, m, t->align, t->plan->kind, 0);
+    const tn_schedule_request req = request(t->plan, (build_for){m, t->align, 0}, t->plan->kind, 0);
     if (tn_schedule(&req, d, err, sizeof err)) return 1;
     memset(d, 0, sizeof *d);
     return 0;
@@ -419,7 +433,10 @@ void tn_plan_destroy(tn_plan *plan) {
     if (!plan) return;
     tn_context *ctx = plan->ctx;
     for (int t = 0; t < plan->num_tiers; t++)
-        for (int i = 0; i < TN_ALIGN_CLASSES; i++) release_variant(ctx, &plan->tiers[t].variants[i]);
+        for (int i = 0; i < TN_ALIGN_CLASSES; i++) {
+            release_variant(ctx, &plan->tiers[t].variants[i]);
+            release_variant(ctx, &plan->tiers[t].unpeeled[i]);
+        }
     tn_free(&ctx->base.alloc, plan->tiers);
     tn_fusion_destroy(plan->fusion);
     pthread_mutex_destroy(&plan->lock);
@@ -502,7 +519,7 @@ tn_status tn_plan_create(tn_context *ctx, const tn_fusion *f, int64_t rows, int6
             st = replay(plan, opts.plan_json, opts.align_bytes, &desc);
             if (st == TN_STATUS_OK) st = build_variant(plan, &built, &desc);
         } else {
-            st = schedule_build(plan, &built, tier->rows, opts.align_bytes, plan->kind);
+            st = schedule_build(plan, &built, (build_for){tier->rows, opts.align_bytes, 0}, plan->kind);
         }
         if (st != TN_STATUS_OK) break;
         /* Kept under the alignment its plan needs (the vector width may need less than the tensors give). */
@@ -645,13 +662,14 @@ static tn_tier *tier_for(tn_plan *plan, int64_t rows) {
     return &plan->tiers[lo];
 }
 
-/* The tier's variant for tensors aligned to align bytes, built on first need. */
-static tn_status variant_for(tn_plan *plan, tn_tier *tier, int align, void *stream, tn_variant **out) {
-    if (align >= tier->primary->desc.align_bytes) {
+/* The tier's variant for tensors aligned to align bytes, peeled only where they agree (tn_plan_rows_agree), built
+   on first need. */
+static tn_status variant_for(tn_plan *plan, tn_tier *tier, int align, int agree, void *stream, tn_variant **out) {
+    if (align >= tier->primary->desc.align_bytes && (agree || !tier->primary->desc.peel)) {
         *out = tier->primary;
         return TN_STATUS_OK;
     }
-    tn_variant *v = &tier->variants[align_class(align)];
+    tn_variant *v = agree ? &tier->variants[align_class(align)] : &tier->unpeeled[align_class(align)];
     if (atomic_load(&v->ready)) {
         *out = v;
         return TN_STATUS_OK;
@@ -660,20 +678,49 @@ static tn_status variant_for(tn_plan *plan, tn_tier *tier, int align, void *stre
     plan->ctx->cu->StreamIsCapturing((CUstream)stream, &cap);
     if (cap != CU_STREAM_CAPTURE_STATUS_NONE)
         return tn_set_error(plan->ctx, TN_STATUS_INVALID_ARGUMENT,
-                            "launch: tensors aligned to %d bytes need a kernel variant that is not built yet, and "
+                            "launch: tensors aligned to %d bytes%s need a kernel variant that is not built yet, and "
                             "the stream is capturing a graph; launch once outside capture, or create the plan "
-                            "with align_bytes = %d", align, align);
+                            "with align_bytes = %d", align,
+                            agree ? "" : ", at different offsets from a 16-byte boundary,", align);
     pthread_mutex_lock(&plan->lock);
     tn_status st = TN_STATUS_OK;
     if (!atomic_load(&v->ready)) {
-        st = schedule_build(plan, v, tier->rows, align, plan->kind);
+        const build_for b = {tier->rows, align, !agree};
+        st = schedule_build(plan, v, b, plan->kind);
         /* A forced kind that cannot take these tensors (tma below 16-byte alignment) yields to the scheduler's choice. */
-        if (st == TN_STATUS_UNSUPPORTED && plan->kind >= 0) st = schedule_build(plan, v, tier->rows, align, -1);
+        if (st == TN_STATUS_UNSUPPORTED && plan->kind >= 0) st = schedule_build(plan, v, b, -1);
         if (st == TN_STATUS_OK) atomic_store(&v->ready, 1);
     }
     pthread_mutex_unlock(&plan->lock);
     if (st == TN_STATUS_OK) *out = v;
     return st;
+}
+
+/* Whether every ROW tensor is at the narrowest one's offset from a 16-byte boundary, counted in its own
+   elements, on every row: then a peeled plan's vectors start at one column in all of them. Element offsets
+   e_t(row) = address_t / size_t + row * stride_t agree modulo 16 / size_t for every row exactly when the
+   addresses' and the strides' do. */
+int tn_plan_rows_agree(const tn_plan *plan, const tn_launch_args *args) {
+    uint64_t e[2 * TN_MAX_IO], st[2 * TN_MAX_IO];
+    int size[2 * TN_MAX_IO], n = 0, narrow = 0;
+    for (int side = 0; side < 2; side++) {
+        const int count = side ? plan->fusion->num_outputs : plan->fusion->num_inputs;
+        for (int i = 0; i < count; i++) {
+            const tn_io_info *io = side ? &plan->outputs[i] : &plan->inputs[i];
+            if (io->shape != TN_SHAPE_ROW) continue;
+            size[n] = (int)tn_dtype_size(io->dtype);
+            e[n] = (uint64_t)(uintptr_t)(side ? args->outputs[i].data : args->inputs[i].data) / (uint64_t)size[n];
+            const int64_t stride = side ? args->outputs[i].row_stride : args->inputs[i].row_stride;
+            st[n] = (uint64_t)(stride ? stride : plan->cols);
+            if (size[n] < size[narrow]) narrow = n;
+            n++;
+        }
+    }
+    for (int t = 0; t < n; t++) {
+        const uint64_t m = (uint64_t)(16 / size[t]) - 1;
+        if (((e[t] - e[narrow]) & m) || ((st[t] - st[narrow]) & m)) return 0;
+    }
+    return 1;
 }
 
 /* The grid of launch l for `rows` rows of a plan made for more: every kernel loops over its row
@@ -735,7 +782,8 @@ tn_status tn_plan_prepare(tn_plan *plan, const tn_launch_args *args, tn_prepared
     tn_status st = tn_context_bind(ctx);
     tn_tier *tier = tier_for(plan, rows);
     tn_variant *v = NULL;
-    if (st == TN_STATUS_OK) st = variant_for(plan, tier, align, args->stream, &v);
+    if (st == TN_STATUS_OK)
+        st = variant_for(plan, tier, align, tn_plan_rows_agree(plan, args), args->stream, &v);
     if (st != TN_STATUS_OK) return st;
     out->num_launches = v->num_launches;
     for (int i = 0; i < v->num_launches; i++) {

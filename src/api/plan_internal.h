@@ -35,6 +35,9 @@ int64_t tn_plan_cols(const tn_plan *plan);
    rows at the plan's alignment runs: the rows of the tier it picks into *tier_rows, that tier's plan into *desc;
    returns the grid of its first launch. */
 int64_t tn_plan_tier_launch(tn_plan *plan, int64_t rows, int64_t *tier_rows, const tn_plan_desc **desc);
+/* Whether every ROW tensor of the launch is at the narrowest one's offset from a 16-byte boundary, in its own
+   elements, on every row (a peeled plan runs only then; else the plan made without peel). */
+int tn_plan_rows_agree(const tn_plan *plan, const tn_launch_args *args);
 /* Bytes at the floor for a launch of `rows` rows (tn_plan_bytes is for M). */
 int64_t tn_plan_bytes_for_rows(const tn_plan *plan, int64_t rows);
 /* The plan built at creation, for the options' alignment (after any recompile or spill fallback). */

@@ -159,10 +159,12 @@ static void emit_value(gen *g, const char *indent, int k) {
         tn_strbuf_printf(g->sb, "%sconst float rcp%d = 1.0f / %s;\n", indent, k, name);
 }
 
-/* A COL input's vector vi, from global memory (L2 after the first rows). */
+/* A COL input's vector vi, from global memory (L2 after the first rows). A peeled row's vectors start at
+   column H, no 16-byte boundary of the COL input: element by element. */
 static void col_load(gen *g, int k, const char *ind) {
-    tn_strbuf_printf(g->sb, "%stn_vec<%s, V> c%d;\n%stn_vload(c%d, in%d + vi * V);\n", ind,
-                     k_dtype_code[g->f->nodes[k].dtype].storage, k, ind, k, g->f->nodes[k].io_index);
+    tn_strbuf_printf(g->sb, "%stn_vec<%s, V> c%d;\n%s%s(c%d, in%d + %svi * V);\n", ind,
+                     k_dtype_code[g->f->nodes[k].dtype].storage, k, ind, g->p->peel ? "tn_vload_any" : "tn_vload", k,
+                     g->f->nodes[k].io_index, g->p->peel ? "H + " : "");
 }
 
 /* A COL input's vector from the CTA's cache of its slice (col_cache, filled by cluster_open). */
@@ -228,8 +230,26 @@ static void emit_element_loop_body(gen *g, const unsigned char *need, int level,
     if (phase_is_output)
         for (int r = 0; r < g->a->num_row_outputs; r++) {
             int o = g->a->row_outputs[r];
-            tn_strbuf_printf(g->sb, "%stn_vstore(out%d + row * out%d_ld + vi * V, o%d);\n", ind, o, o, o);
+            tn_strbuf_printf(g->sb, "%s%s(out%d + row * out%d_ld + %svi * V, o%d);\n", ind,
+                             g->p->peel ? "tn_vstore_peeled" : "tn_vstore", o, o, g->p->peel ? "H + " : "", o);
         }
+}
+
+static const storage_code k_outside;
+
+/* A peeled row's element outside its vectors (column xc, for threads tr < NX): the phase's element loop
+   body again, at a vector of one element (V, H and vi shadowed: its addresses are column xc's). */
+static void emit_outside_element(gen *g, const unsigned char *need, int level, int phase, int out_phase) {
+    tn_strbuf_printf(g->sb, "        if (%str < NX) {  // the element outside the vectors this thread takes\n"
+                            "            constexpr int V = 1;\n"
+                            "            const int H = 0, vi = xc;\n"
+                            "            (void)H;\n",
+                     out_phase ? "live && " : "");
+    const storage_code *storage = g->storage;
+    g->storage = &k_outside;
+    emit_element_loop_body(g, need, level, phase, "            ");
+    g->storage = storage;
+    tn_strbuf_append(g->sb, "        }\n");
 }
 
 /* One pass over the row's vectors: phase `level` (its reductions) or, with
@@ -251,6 +271,7 @@ static void emit_phase(gen *g, int level) {
     g->storage->loop_open(g, out_phase);
     emit_element_loop_body(g, need, level, phase, "                ");
     g->storage->loop_close(g);
+    if (g->p->peel) emit_outside_element(g, need, level, phase, out_phase);
     if (out_phase) return;
     for (int i = 0; i < f->num_nodes; i++)
         if (g->slot_of[i] >= 0 && a->level[i] == level) {
@@ -323,12 +344,39 @@ typedef struct row_index {
     const char *index, *bound;
 } row_index;
 static const row_index k_whole_row = {"const int vi = p * T + tr;", "vi < NV"};
+static const row_index k_peeled_row = {"const int vi = p * T + tr;", "vi < NVB"}; /* from the row's boundary */
 static const row_index k_slice = {"const int vl = p * T + tr, vi = VB + vl;\n            (void)vi;", "vl < NVL"};
 /* Rows of at most this many vectors a thread also take their COL vectors
    (weight, bias) into registers with the row's own loads: a latency-bound row
    then waits for memory once, not again after its reductions. */
 #define TN_COL_IN_REGISTERS_MAX_VECTORS 2
 static int cols_in_registers(const gen *g) { return g->p->batch <= TN_COL_IN_REGISTERS_MAX_VECTORS && !g->p->col_cache; }
+
+/* A peeled row (plan field peel): its first 16-byte boundary, found from the narrowest ROW tensor (the
+   launch checked that every other one is at the same offset from a boundary, in its own elements), its whole
+   vectors from there, and the column of the element outside them this thread takes. */
+static void peel_row(gen *g) {
+    const tn_fusion *f = g->f;
+    int best = -1, best_size = 0, is_output = 0;
+    for (int i = 0; i < f->num_nodes; i++)
+        if (g->a->used[i] && is_row_input(&f->nodes[i]) &&
+            (best < 0 || (int)tn_dtype_size(f->nodes[i].dtype) < best_size))
+            best = f->nodes[i].io_index, best_size = (int)tn_dtype_size(f->nodes[i].dtype);
+    for (int r = 0; r < g->a->num_row_outputs; r++) {
+        const int o = g->a->row_outputs[r];
+        if (best < 0 || (int)tn_dtype_size(f->outputs[o].dtype) < best_size)
+            best = o, best_size = (int)tn_dtype_size(f->outputs[o].dtype), is_output = 1;
+    }
+    const char *t = is_output ? "out" : "in";
+    tn_strbuf_printf(g->sb,
+                     "        const int H = live ? tn_head(%s%d + row * %s%d_ld) : 0;  // elements before the row's "
+                     "first 16-byte boundary\n"
+                     "        const int NVB = (N - H) / V, NX = N - NVB * V;  // whole vectors from there; elements "
+                     "outside them\n"
+                     "        const int xc = tr < H ? tr : NVB * V + tr;  // the column of the one thread tr < NX takes\n"
+                     "        (void)xc;\n",
+                     t, best, t, best);
+}
 
 static void register_loads(gen *g, const row_index *x, int staged) {
     const tn_fusion *f = g->f;
@@ -339,9 +387,10 @@ static void register_loads(gen *g, const row_index *x, int staged) {
                              "        tn_vec<%s, V> cc%d[P];  // issued with the row's loads\n"
                              "#pragma unroll\n        for (int p = 0; p < P; p++) {\n"
                              "            %s\n"
-                             "            if (%s) tn_vload(cc%d[p], in%d + vi * V);\n"
+                             "            if (%s) %s(cc%d[p], in%d + %svi * V);\n"
                              "            else tn_vzero(cc%d[p]);\n        }\n",
-                             k_dtype_code[n->dtype].storage, i, x->index, x->bound, i, n->io_index, i);
+                             k_dtype_code[n->dtype].storage, i, x->index, x->bound,
+                             g->p->peel ? "tn_vload_any" : "tn_vload", i, n->io_index, g->p->peel ? "H + " : "", i);
         if (!g->a->used[i] || !is_row_input(n)) continue;
         tn_strbuf_printf(g->sb, "        tn_vec<%s, V> bb%d[P];\n"
                                 "#pragma unroll\n        for (int p = 0; p < P; p++) {\n"
@@ -350,9 +399,14 @@ static void register_loads(gen *g, const row_index *x, int staged) {
         if (staged) /* the slice's stage in shared memory (r<i>, from stage_pointers) */
             tn_strbuf_printf(g->sb, "            if (%s) bb%d[p] = r%d[vl];\n", x->bound, i, i);
         else
-            tn_strbuf_printf(g->sb, "            if (live && %s) tn_vload(bb%d[p], in%d + row * in%d_ld + vi * V);\n",
-                             x->bound, i, n->io_index, n->io_index);
+            tn_strbuf_printf(g->sb, "            if (live && %s) tn_vload(bb%d[p], in%d + row * in%d_ld + %svi * V);\n",
+                             x->bound, i, n->io_index, n->io_index, g->p->peel ? "H + " : "");
         tn_strbuf_printf(g->sb, "            else tn_vzero(bb%d[p]);\n        }\n", i);
+        if (g->p->peel) /* the element outside the vectors, with them */
+            tn_strbuf_printf(g->sb, "        tn_vec<%s, 1> xb%d;\n"
+                                    "        if (live && tr < NX) xb%d.e[0] = in%d[row * in%d_ld + xc];\n"
+                                    "        else tn_vzero(xb%d);\n",
+                             k_dtype_code[n->dtype].storage, i, i, n->io_index, n->io_index, i);
     }
 }
 static void register_loop(gen *g, int output_phase, const row_index *x) {
@@ -360,8 +414,12 @@ static void register_loop(gen *g, int output_phase, const row_index *x) {
                             "            %s\n"
                             "            if (%s%s) {\n", x->index, output_phase ? "live && " : "", x->bound);
 }
-static void registers_setup(gen *g) { register_loads(g, &k_whole_row, 0); }
-static void registers_loop(gen *g, int output_phase) { register_loop(g, output_phase, &k_whole_row); }
+static const row_index *row_of(const gen *g) { return g->p->peel ? &k_peeled_row : &k_whole_row; }
+static void registers_setup(gen *g) {
+    if (g->p->peel) peel_row(g);
+    register_loads(g, row_of(g), 0);
+}
+static void registers_loop(gen *g, int output_phase) { register_loop(g, output_phase, row_of(g)); }
 static void slice_setup(gen *g) { register_loads(g, &k_slice, 0); }
 static void slice_loop(gen *g, int output_phase) { register_loop(g, output_phase, &k_slice); }
 static void registers_col_fetch(gen *g, int k, const char *ind) {
@@ -484,6 +542,14 @@ static void no_setup(gen *g) { (void)g; }
 #define KEEPS "vectors each thread keeps per row"
 static const storage_code k_registers = {"registers", registers_setup, registers_loop, loop_close, registers_fetch,
                                          registers_col_fetch, KEEPS};
+/* A peeled row's element outside its vectors: the ROW inputs' from xb<k> (register_loads), the COL inputs'
+   from global memory at column xc (col_load, under emit_outside_element's V, H and vi). */
+static void outside_fetch(gen *g, int k, const char *ind) {
+    tn_strbuf_printf(g->sb, "%sconst tn_vec<%s, V> &b%d = xb%d;\n", ind, k_dtype_code[g->f->nodes[k].dtype].storage, k,
+                     k);
+}
+static const storage_code k_outside = {"registers, the element outside a peeled row's vectors", NULL, NULL, NULL,
+                                       outside_fetch, col_load, NULL};
 static const storage_code k_global = {"global memory", global_setup, strided_loop, loop_close, global_fetch, NULL, NULL};
 static const storage_code k_shared = {"shared memory (bulk copies)", shared_setup, strided_loop, loop_close,
                                       shared_fetch, NULL, NULL};

@@ -107,7 +107,8 @@ static int many_wave_ctas(const tn_schedule_request *r, const tn_plan_desc *p, i
 static int carry_fits(const tn_schedule_request *r, const tn_plan_desc *p) {
     const int64_t floats = tn_plan_carry_floats(p, r->analysis->num_carried);
     /* A slice in shared memory is read again instead (and carry would cost it its few registers). */
-    return r->analysis->num_carried && !p->shared_slice && floats > 0 && floats <= tn_plan_carry_limit(p, r->props);
+    return r->analysis->num_carried && !p->shared_slice && !p->peel && floats > 0 &&
+           floats <= tn_plan_carry_limit(p, r->props); /* a peeled row's outside elements have no carry slots */
 }
 
 static void choose_carry(const tn_schedule_request *r, tn_plan_desc *p) {
@@ -161,8 +162,39 @@ static int short_row_threads(int64_t nv) {
     return t;
 }
 
+/* Rows whose length or alignment leave vec below one 16-byte access of the narrowest tensor (odd N, views
+   that start mid-row) may still move whole 16-byte vectors from each row's first 16-byte boundary (peel):
+   every ROW tensor is then at one offset from a boundary (the launch checks it, else runs the plan made
+   without), and the row's first threads take the at most 2 vec - 2 elements outside the vectors. Not for
+   rows shorter than 4 such vectors, where the outside elements are most of the row. */
+static int peel_vec(const tn_schedule_request *r, const tn_plan_desc *p) {
+    const int full = 16 / r->analysis->min_row_elem_size;
+    return !r->no_peel && p->vec < full && r->cols >= 4 * full ? full : 0;
+}
+
+static int schedule_register_vec(const tn_schedule_request *r, tn_plan_desc *p, int min_t, char *err, size_t cap);
+
 static int schedule_register(const tn_schedule_request *r, tn_plan_desc *p, int forced, char *err, size_t cap) {
     (void)forced;
+    const int full = peel_vec(r, p);
+    if (full) {
+        tn_plan_desc q = *p;
+        q.vec = full;
+        q.peel = 1;
+        q.align_bytes = 1;
+        why(&q, "peel: vec %d from each row's first 16-byte boundary, the at most %d elements outside the vectors "
+            "one a thread", full, 2 * full - 2);
+        char peel_err[256];
+        if (schedule_register_vec(r, &q, 2 * full - 2, peel_err, sizeof peel_err)) {
+            *p = q;
+            return 1;
+        }
+    }
+    return schedule_register_vec(r, p, 1, err, cap);
+}
+
+/* The register plan at p's vec, each row over at least min_t threads. */
+static int schedule_register_vec(const tn_schedule_request *r, tn_plan_desc *p, int min_t, char *err, size_t cap) {
     const tn_device_props *d = r->props;
     const int64_t nv = r->cols / p->vec;
     const int words = words_per_vector(r->analysis, p->vec);
@@ -176,6 +208,7 @@ static int schedule_register(const tn_schedule_request *r, tn_plan_desc *p, int 
                                                                            : TN_REG_BATCH_LONGER / inputs))
             t *= 2;
     }
+    while (t < min_t) t *= 2;
     /* Few rows: give each row more threads so the SMs have work -- but not
        past the point where every row runs at once: a second wave costs more
        than the wider rows save (rmsnorm 512 x 8192 at 512 threads x 2
@@ -241,11 +274,29 @@ static int check_register(const tn_plan_desc *p, const tn_analysis *a, const tn_
     return 1;
 }
 
+static int candidates_register_vec(const tn_schedule_request *r, const tn_plan_desc *base, tn_plan_desc *out,
+                                   int cap);
+
+/* At the plan's vec, and peeled where the scheduler would peel (peel_vec). */
 static int candidates_register(const tn_schedule_request *r, const tn_plan_desc *base, tn_plan_desc *out, int cap) {
+    int n = candidates_register_vec(r, base, out, cap);
+    const int full = peel_vec(r, base);
+    if (full) {
+        tn_plan_desc q = *base;
+        q.vec = full;
+        q.peel = 1;
+        q.align_bytes = 1;
+        n += candidates_register_vec(r, &q, out + n, cap - n);
+    }
+    return n;
+}
+
+static int candidates_register_vec(const tn_schedule_request *r, const tn_plan_desc *base, tn_plan_desc *out,
+                                   int cap) {
     int n = 0;
     const int64_t nv = base->cols / base->vec;
     for (int t = 1; t <= 1024; t *= 2) {
-        if (ceil_div(nv, t) > 16 || (t > 1 && t / 2 >= nv)) continue;
+        if (ceil_div(nv, t) > 16 || (t > 1 && t / 2 >= nv) || (base->peel && t < 2 * base->vec - 2)) continue;
         for (int rows = 1; rows <= 64 && n < cap; rows *= 2) {
             tn_plan_desc p = *base;
             p.kind = TN_PLAN_REGISTER;

@@ -35,7 +35,7 @@ static const field k_fields[] = {F64(rows), F64(cols), F32(vec), F32(threads_per
                                  OPT(stages, 0), OPT(smem_bytes, 0), OPT(pdl, 0), OPT(consumer_groups, 0),
                                  OPT(chunks, 1), OPT(producer_regs, 0), OPT(consumer_regs, 0), OPT(cluster, 1),
                                  OPT(ctas_per_sm, 0), OPT(prefetch, 0), OPT(carry, 0),
-                                 OPT(shared_slice, 0), OPT(col_cache, 0)};
+                                 OPT(shared_slice, 0), OPT(col_cache, 0), OPT(peel, 0)};
 #define NUM_FIELDS (sizeof k_fields / sizeof k_fields[0])
 
 static int64_t get(const tn_plan_desc *p, const field *f) {
@@ -230,7 +230,9 @@ int tn_plan_desc_parse(const char *json, tn_plan_desc *out, char *err, size_t er
 }
 
 int tn_plan_access_align(const tn_plan_desc *p, int size) {
-    if (p->vec == 1) return 1; /* one element per access: element alignment, which every launch checks, is enough */
+    /* One element per access, or vectors from each row's first 16-byte boundary: element alignment, which every
+       launch checks, is enough (peel's agreement of the tensors' offsets is checked at launch). */
+    if (p->vec == 1 || p->peel) return 1;
     int bytes = p->vec * size;
     return bytes > 16 ? 16 : bytes;
 }
@@ -249,8 +251,9 @@ int tn_plan_desc_check(const tn_plan_desc *p, const tn_analysis *a, const tn_dev
     if (p->rows < 1 || p->rows > TN_MAX_ROWS || p->cols < 1 || p->cols > TN_MAX_COLS)
         REJECT("plan: rows %lld and cols %lld must be in [1, 2^48] and [1, 2^31 - 1]", (long long)p->rows,
                (long long)p->cols);
-    if (!is_pow2(p->vec) || p->vec > 16 || p->cols % p->vec)
-        REJECT("plan: vec %d must be a power of two up to 16 that divides cols %lld", p->vec, (long long)p->cols);
+    if (!is_pow2(p->vec) || p->vec > 16 || (p->cols % p->vec && !p->peel))
+        REJECT("plan: vec %d must be a power of two up to 16 that divides cols %lld (or peel 1)", p->vec,
+               (long long)p->cols);
     if (p->threads_per_row < 1 || p->threads_per_row > max_block ||
         (p->threads_per_row <= 32 ? !is_pow2(p->threads_per_row) : p->threads_per_row % 32))
         REJECT("plan: threads_per_row %d must be a power of two up to 32 or a multiple of 32 up to %d",
@@ -288,6 +291,13 @@ int tn_plan_desc_check(const tn_plan_desc *p, const tn_analysis *a, const tn_dev
     if (p->shared_slice != 0 && (p->shared_slice != 1 || p->kind != TN_PLAN_CLUSTER || p->carry))
         REJECT("plan: shared_slice %d must be 0, or 1 in a cluster plan without carry (its phases read the slice "
                "again)", p->shared_slice);
+    if (p->peel != 0 && (p->peel != 1 || p->kind != TN_PLAN_REGISTER || p->carry || p->vec < 2 ||
+                         p->vec * a->min_row_elem_size != 16 || p->threads_per_row < 2 * p->vec - 2 ||
+                         p->cols < p->vec))
+        REJECT("plan: peel %d must be 0, or 1 in a register plan without carry whose vec %d is one 16-byte access of "
+               "the narrowest tensor (%d bytes), at most cols %lld, and whose threads_per_row %d take the 2 vec - 2 "
+               "elements outside the vectors", p->peel, p->vec, a->min_row_elem_size, (long long)p->cols,
+               p->threads_per_row);
     if (p->col_cache != 0 && (p->col_cache != 1 || p->kind != TN_PLAN_CLUSTER || !a->col_elem_bytes))
         REJECT("plan: col_cache %d must be 0, or 1 in a cluster plan of a fusion with a COL input", p->col_cache);
     if (p->carry != 0 && (p->carry != 1 || !tn_plan_carry_floats(p, 1)))

@@ -50,6 +50,11 @@ typedef struct tn_plan_desc {
                             phase reads it there (few registers, more CTAs an SM); 0 = taken into registers */
     int col_cache;       /* cluster: 1 = each CTA loads its slice of every COL input (weight, bias) into shared
                             memory once and every row reads it there, not from L2 */
+    int peel;            /* register: 1 = each row's vectors start at its first 16-byte boundary (rows of any
+                            length and alignment: odd N, offset views); the elements before it and after the
+                            last whole vector, at most 2 vec - 2, are taken one each by the row's first threads.
+                            The launch needs every ROW tensor at the same offset from a 16-byte boundary, in
+                            its own elements, on every row (else the plan made without peel runs) */
     int pdl;             /* 1: programmatic dependent launch (sm_90+) */
     char why[1024];      /* the scheduler's reasons, one clause per decision */
 } tn_plan_desc;

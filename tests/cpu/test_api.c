@@ -378,7 +378,7 @@ static void test_tier_launches(tn_context *ctx) {
 }
 
 /* A plan with row tiers made while allocation k fails, for every k: out of memory or made, nothing leaked
-   (the tier array, a tier built before the failure, a tier half built). Softmax at N = 100: two tiers, small
+   (the tier array, a tier built before the failure, a tier half built). Softmax at N = 256: two tiers, small
    kernels; the disk cache in a folder of its own, so only the first attempts compile. */
 static void test_row_tier_alloc_failures(void) {
     char dir[] = "/tmp/tn_tier_alloc_XXXXXX";
@@ -401,7 +401,7 @@ static void test_row_tier_alloc_failures(void) {
             tn_fusion *f = NULL;
             tn_plan *plan = NULL;
             tn_status st = tn_fusion_builtin(ctx, TN_BUILTIN_SOFTMAX, &bo, &f);
-            if (st == TN_STATUS_OK) st = tn_plan_create(ctx, f, 1000, 100, &po, &plan);
+            if (st == TN_STATUS_OK) st = tn_plan_create(ctx, f, 1000, 256, &po, &plan);
             CHECK(st == TN_STATUS_OK || st == TN_STATUS_OUT_OF_MEMORY, "allocation %d failing gave %s: %s", k,
                   tn_status_string(st), tn_context_last_error(ctx));
             reached = st == TN_STATUS_OK;
@@ -430,6 +430,37 @@ static void test_row_tier_alloc_failures(void) {
     free(old_off);
 }
 
+/* Peeled plans (odd N): run only where every ROW tensor is at one offset from a 16-byte boundary, in its own
+   elements, on every row; the launch checks it (tn_plan_rows_agree) before picking the variant. */
+static void test_peel_agreement(tn_context *ctx) {
+    tn_builtin_options o = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_F32, 0}; /* y wider than x */
+    tn_fusion *f = NULL;
+    tn_plan *plan = NULL;
+    CHECK(tn_fusion_builtin(ctx, TN_BUILTIN_RMSNORM, &o, &f) == TN_STATUS_OK &&
+              tn_plan_create(ctx, f, 100, 4097, NULL, &plan) == TN_STATUS_OK, "plan: %s", tn_context_last_error(ctx));
+    char *json = test_describe(plan, TN_DESCRIBE_JSON);
+    CHECK(strstr(json, "\"peel\": 1"), "odd N peeled: %s", json);
+    free(json);
+    const struct { uintptr_t x, y; int64_t xs, ys; int agree; const char *what; } cases[] = {
+        {0x10000, 0x20000, 0, 0, 1, "both at a boundary, stride N"},
+        {0x10002, 0x20004, 0, 0, 1, "both one element past one"},
+        {0x10002, 0x20000, 0, 0, 0, "x one element past, y at one"},
+        {0x10000, 0x20000, 4097, 4098, 0, "strides one element apart"},
+        {0x10000, 0x20000, 4101, 4101, 1, "strides 4 elements over N (y's 16 bytes)"},
+        {0x1000e, 0x2001c, 4104, 4100, 1, "x 7 elements past, y 7; strides agree modulo 4"},
+        {0x1000e, 0x2001c, 4104, 4102, 0, "strides 2 apart: y's rows drift"},
+    };
+    float eps = 1e-6f;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tn_tensor in[2] = {{(void *)cases[i].x, TN_DTYPE_BF16, cases[i].xs}, {(void *)0x30000, TN_DTYPE_BF16, 0}};
+        tn_tensor out[1] = {{(void *)cases[i].y, TN_DTYPE_F32, cases[i].ys}};
+        tn_launch_args a = {in, 2, out, 1, &eps, 1, NULL};
+        CHECK(tn_plan_rows_agree(plan, &a) == cases[i].agree, "%s: agree %d", cases[i].what, !cases[i].agree);
+    }
+    tn_plan_destroy(plan);
+    tn_fusion_destroy(f);
+}
+
 void test_api(void) {
     tn_context *ctx = test_context();
     CHECK(!tn_context_has_gpu(ctx), "a forced target has no GPU");
@@ -442,6 +473,7 @@ void test_api(void) {
     test_replay(ctx);
     test_row_tiers(ctx);
     test_tier_launches(ctx);
+    test_peel_agreement(ctx);
     test_plan_alloc_failures();
     test_row_tier_alloc_failures();
     test_threads(ctx);

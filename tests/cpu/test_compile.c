@@ -269,6 +269,41 @@ static void compile_carry(tn_context *ctx, tn_dtype dt, int64_t m, int64_t n, co
    plan with register sharing also its setmaxnreg pair (the values its plan
    says), and ptxas gives each thread no more at launch than the producer's
    share leaves. */
+/* The scheduler's plan for rows whose length or alignment leave no 16-byte vector dividing them (odd N, a
+   plan promised 2-byte alignment): peeled, compiled without spills, its PTX moving the row's body in 16-byte
+   loads and stores of the narrowest tensor. in/w/out dtypes as given; align as tn_plan_options. */
+static void compile_peeled(tn_context *ctx, tn_builtin op, tn_dtype in, tn_dtype w, tn_dtype out, int64_t m,
+                           int64_t n, int align, int *count) {
+    tn_builtin_options o = {in, w, out, 0};
+    tn_fusion *f = NULL;
+    tn_plan *plan = NULL;
+    tn_plan_options po = {align, NULL, NULL};
+    tn_status st = tn_fusion_builtin(ctx, op, &o, &f);
+    if (st == TN_STATUS_OK) st = tn_plan_create(ctx, f, m, n, &po, &plan);
+    CHECK(st == TN_STATUS_OK, "peeled %s %lldx%lld: %s", tn_builtin_name(op), (long long)m, (long long)n,
+          tn_context_last_error(ctx));
+    if (st == TN_STATUS_OK) {
+        char *json = test_describe(plan, TN_DESCRIBE_JSON), *src = test_describe(plan, TN_DESCRIBE_SOURCE);
+        tn_resources r;
+        tn_plan_resources(plan, &r);
+        CHECK(strstr(json, "\"peel\": 1") && strstr(json, "\"kind\": \"register\""), "%s %s %lldx%lld align %d: not peeled: %s",
+              tn_builtin_name(op), tn_dtype_name(in), (long long)m, (long long)n, align, json);
+        CHECK(r.spill_store_bytes == 0 && r.spill_load_bytes == 0 && r.stack_bytes == 0,
+              "peeled %s %s %lldx%lld: %d/%d spill bytes, %d stack", tn_builtin_name(op), tn_dtype_name(in), (long long)m,
+              (long long)n, r.spill_store_bytes, r.spill_load_bytes, r.stack_bytes);
+        char *ptx = ptx_of(src);
+        CHECK(strstr(ptx, "ld.global.v4") || strstr(ptx, "ld.global.nc.v4"), "peeled %s %lldx%lld: no 16-byte loads",
+              tn_builtin_name(op), (long long)m, (long long)n);
+        CHECK(strstr(ptx, "st.global.v4") || strstr(ptx, "st.global.v2") || strstr(ptx, "st.global.u32") ||
+                  strstr(ptx, "st.global.b32"), "peeled %s %lldx%lld: no vector stores", tn_builtin_name(op),
+              (long long)m, (long long)n);
+        free(json), free(src), free(ptx);
+        (*count)++;
+    }
+    tn_plan_destroy(plan);
+    tn_fusion_destroy(f);
+}
+
 static void check_ptx(tn_context *ctx, const char *kind, int rows, int cols) {
     tn_builtin_options o = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0};
     tn_fusion *f = NULL;
@@ -402,6 +437,19 @@ void test_compile(void) {
     compile_shared_slices(ctx, TN_BUILTIN_LAYERNORM, TN_DTYPE_F32, 1000, 32768, 0, &plans);
     compile_shared_slices(ctx, TN_BUILTIN_LAYERNORM, TN_DTYPE_F32, 1000, 32768, 1, &plans);
     compile_shared_slices(ctx, TN_BUILTIN_SOFTMAX, TN_DTYPE_F16, 3, 262144, 0, &plans);
+    /* Peeled rows: odd N in every dtype, mixed dtypes (a wider and an f8 output), rows of 4100 promised 2-byte
+       alignment (an element-shifted view). */
+    static const int64_t peel_cols[] = {33, 1001, 4097, 12289, 24579};
+    for (int op = 0; op < TN_BUILTIN_COUNT; op++)
+        for (size_t ci = 0; ci < sizeof peel_cols / sizeof peel_cols[0]; ci++) {
+            compile_peeled(ctx, (tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 4096, peel_cols[ci], 0, &plans);
+            compile_peeled(ctx, (tn_builtin)op, TN_DTYPE_F32, TN_DTYPE_F32, TN_DTYPE_F32, 3, peel_cols[ci], 0, &plans);
+        }
+    for (int op = 0; op < TN_BUILTIN_COUNT; op++) {
+        compile_peeled(ctx, (tn_builtin)op, TN_DTYPE_F16, TN_DTYPE_F16, TN_DTYPE_F16, 1000, 4100, 2, &plans);
+        compile_peeled(ctx, (tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_F32, TN_DTYPE_F32, 1000, 8191, 0, &plans);
+        compile_peeled(ctx, (tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_F8E4M3, 1000, 8191, 0, &plans);
+    }
     check_ptx(ctx, "tma", 4096, 8192);
     check_ptx(ctx, "tma-ws", 16384, 4096);
     check_ptx(ctx, "cluster", 4096, 65536);

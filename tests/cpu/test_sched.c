@@ -10,7 +10,14 @@ static void check_invariants(const tn_plan_desc *p, const tn_analysis *a, const 
                              const char *what) {
     char err[320];
     CHECK(tn_plan_desc_check(p, a, d, align, err, sizeof err), "%s: %s", what, err);
-    CHECK(p->cols % p->vec == 0, "%s: vec %d does not divide N", what, p->vec);
+    CHECK(p->cols % p->vec == 0 || p->peel, "%s: vec %d does not divide N", what, p->vec);
+    /* Peeled: a register plan of one 16-byte access of the narrowest tensor, enough threads for the elements
+       outside the vectors, no carry; only where the plain vector would be narrower. */
+    CHECK(!p->peel || (p->kind == TN_PLAN_REGISTER && p->vec * a->min_row_elem_size == 16 && !p->carry &&
+                       p->threads_per_row >= 2 * p->vec - 2 && p->align_bytes == 1 &&
+                       (p->cols % p->vec || align < 16 || strstr(what, "candidate"))),
+          "%s: peel with vec %d, %d threads, carry %d, align %d", what, p->vec, p->threads_per_row, p->carry,
+          p->align_bytes);
     CHECK(p->vec * a->min_row_elem_size <= 16 || p->vec == 1, "%s: vec %d wider than 16 bytes", what, p->vec);
     CHECK(tn_plan_access_align(p, a->max_elem_size) <= align, "%s: accesses need more than %d-byte alignment", what,
           align);
@@ -132,10 +139,21 @@ static void test_decisions(tn_context *ctx) {
     tn_schedule_request req = {&a, 32768, 4096, 16, -1, &d};
     CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_REGISTER && p.vec == 8, "32768x4096: register, vec 8");
     req.cols = 4097;
-    CHECK(tn_schedule(&req, &p, err, sizeof err) && p.vec == 1, "odd N: vec 1");
+    CHECK(tn_schedule(&req, &p, err, sizeof err) && p.vec == 8 && p.peel && p.align_bytes == 1 &&
+              strstr(p.why, "peel"), "odd N: 16-byte vectors from each row's boundary: %s", p.why);
+    req.no_peel = 1; /* the launch's tensors at different offsets from a boundary */
+    CHECK(tn_schedule(&req, &p, err, sizeof err) && p.vec == 1 && !p.peel, "odd N, no peel: vec 1");
+    req.no_peel = 0;
     req.cols = 4096;
     req.align = 4;
-    CHECK(tn_schedule(&req, &p, err, sizeof err) && p.vec == 2 && p.align_bytes == 4, "4-byte aligned: vec 2");
+    CHECK(tn_schedule(&req, &p, err, sizeof err) && p.vec == 8 && p.peel, "4-byte aligned: peeled vec 8");
+    req.no_peel = 1;
+    CHECK(tn_schedule(&req, &p, err, sizeof err) && p.vec == 2 && p.align_bytes == 4 && !p.peel,
+          "4-byte aligned, no peel: vec 2");
+    req.no_peel = 0;
+    req.cols = 31; /* under 4 vectors: not peeled */
+    CHECK(tn_schedule(&req, &p, err, sizeof err) && !p.peel && p.vec == 1, "31 columns: vec 1, not peeled");
+    req.cols = 4096;
     req.align = 16;
     req.cols = 1048576;
     CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_LOOPED, "1M columns: looped");

@@ -47,6 +47,7 @@ typedef struct gpu_case {
     int col_cache;   /* ... with stages (not shared): the COL slices kept in shared memory (col_cache) */
     int64_t launch_rows; /* launched for this many of its rows (tn_launch_args.rows), if > 0 */
     int row_tiers;       /* the plan made with row tiers (tn_plan_options.row_tiers) */
+    int out_offset;      /* the outputs this many bytes further from a 16-byte boundary than the inputs */
 } gpu_case;
 
 /* The plan's JSON (the caller frees it); the plan destroyed. */
@@ -141,6 +142,7 @@ static int run_case(tn_context *ctx, const gpu_case *c) {
     if (c->launch_rows)
         snprintf(label + strlen(label), sizeof label - strlen(label), " launched for %lld rows", (long long)c->launch_rows);
     if (c->row_tiers) snprintf(label + strlen(label), sizeof label - strlen(label), " (row tiers)");
+    if (c->out_offset) snprintf(label + strlen(label), sizeof label - strlen(label), " out_off=%d", c->out_offset);
     tn_status st = tn_fusion_builtin(ctx, c->op, &bo, &f);
     tn_plan_options po = {0, NULL, c->kind, 0, c->row_tiers};
     if (st == TN_STATUS_OK) st = tn_plan_create(ctx, f, c->rows, c->cols, &po, &plan);
@@ -191,7 +193,8 @@ static int run_case(tn_context *ctx, const gpu_case *c) {
     /* Shared slices: every row compared (the scheduler's: up to 128); a race in a stage gives wrong values, not
        unwritten ones. */
     const int64_t compared = c->shared ? c->rows : ran_shared ? (c->rows < 128 ? c->rows : 128) : 64;
-    tn_check_options co = {(uint64_t)(c->rows * 131 + c->cols), compared, c->pad, c->offset, c->launch_rows};
+    tn_check_options co = {(uint64_t)(c->rows * 131 + c->cols), compared, c->pad, c->offset, c->launch_rows,
+                           c->out_offset};
     if (st == TN_STATUS_OK) st = tn_gpu_check(plan, params, &co, &r);
     int ok = st == TN_STATUS_OK && r.passed;
     if (ok) g_passed++;
@@ -238,6 +241,37 @@ static void run_row_tiers(tn_context *ctx, int quick) {
                                   0, 0, 0, 0, launch[li] < 1000 ? launch[li] : 0, 1};
                     run_case(ctx, &c);
                 }
+}
+
+/* Rows of any length and alignment in 16-byte vectors from each row's first boundary (plan field peel):
+   odd N, N whose rows start mid-vector, views shifted by an element; every op, every dtype, mixed dtypes (a
+   wider output, an f8 one); and outputs at another offset from a boundary than the inputs, which must take
+   the plan made without peel. Every row compared where M is small. */
+static void run_peeled(tn_context *ctx, int quick) {
+    static const int64_t cols[] = {33, 1001, 4097, 12289, 24579, 4100};
+    static const int64_t rows[] = {3, 1000};
+    const struct { tn_dtype in, w, out; } dts[] = {{TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16},
+        {TN_DTYPE_F16, TN_DTYPE_F16, TN_DTYPE_F16}, {TN_DTYPE_F32, TN_DTYPE_F32, TN_DTYPE_F32},
+        {TN_DTYPE_BF16, TN_DTYPE_F32, TN_DTYPE_F32}, {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_F8E4M3}};
+    tn_device_props props;
+    tn_context_device_props(ctx, &props);
+    for (int op = 0; op < TN_BUILTIN_COUNT; op++)
+        for (int d = 0; d < (quick ? 1 : 5); d++)
+            for (int ci = 0; ci < 6; ci++)
+                for (int ri = 0; ri < 2; ri++)
+                    for (int shift = 0; shift < 3; shift++) {
+                        if (quick && (ci == 0 || ci == 5 || (ri == 1 && shift)) ) continue;
+                        if (dts[d].out == TN_DTYPE_F8E4M3 && props.cc_major * 10 + props.cc_minor < 89) continue;
+                        /* Every tensor shifted by the widest element (each stays aligned to its own), or the
+                           outputs alone by one of theirs. */
+                        int widest = (int)tn_dtype_size(dts[d].in);
+                        if ((int)tn_dtype_size(dts[d].w) > widest) widest = (int)tn_dtype_size(dts[d].w);
+                        if ((int)tn_dtype_size(dts[d].out) > widest) widest = (int)tn_dtype_size(dts[d].out);
+                        gpu_case c = {(tn_builtin)op, dts[d].in, dts[d].w, dts[d].out, 0, rows[ri], cols[ci], NULL, 0,
+                                      shift == 1 ? widest : 0, NULL, 0, 0, 0, 0, 0, 0,
+                                      shift == 2 ? (int)tn_dtype_size(dts[d].out) : 0};
+                        run_case(ctx, &c);
+                    }
 }
 
 /* A cluster plan whose slices stay in shared memory, every op (the sanitizers'
@@ -649,6 +683,7 @@ int main(int argc, char **argv) {
             }
         if (props.cc_major >= 9) run_shared_slices(ctx), run_fewer_rows(ctx);
         run_row_tiers(ctx, 1);
+        run_peeled(ctx, 1);
         check_carry(ctx, props.cc_major >= 9, 1);
         if (props.cc_major >= 9) check_pdl_chain(ctx, 8, 4096);
         goto report;
@@ -678,6 +713,7 @@ int main(int argc, char **argv) {
                         run_case(ctx, &c);
                     }
     run_row_tiers(ctx, quick || sanitize);
+    run_peeled(ctx, quick || sanitize);
     /* Mixed dtypes, saved statistics, f8 outputs. */
     const int64_t mixed_cols[] = {4096, 4097, 8192};
     for (int op = 0; op < TN_BUILTIN_COUNT; op++)

@@ -85,6 +85,30 @@ template <typename S, int V> __device__ __forceinline__ void tn_vstore(S *__rest
 #pragma unroll
     for (int i = 0; i < B / C; i++) reinterpret_cast<W *>(p)[i] = reinterpret_cast<const W *>(d.e)[i];
 }
+// A peeled row's vector store (its 16-byte offset found at run time): whole 16-byte words as explicit
+// st.global.v4, which the compiler would otherwise split into 4-byte stores; a vector of fewer bytes (the
+// element outside the vectors) as tn_vstore.
+template <typename S, int V> __device__ __forceinline__ void tn_vstore_peeled(S *__restrict__ p, const tn_vec<S, V> &d) {
+    if constexpr (sizeof(S) * V % 16 == 0) {
+#pragma unroll
+        for (int i = 0; i < (int)(sizeof(S) * V / 16); i++) {
+            const uint4 w = reinterpret_cast<const uint4 *>(d.e)[i];
+            asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(reinterpret_cast<uint4 *>(p) + i), "r"(w.x),
+                         "r"(w.y), "r"(w.z), "r"(w.w));
+        }
+    } else {
+        tn_vstore(p, d);
+    }
+}
+// V elements one access each: a vector at no multiple of its size (a peeled row's COL inputs).
+template <typename S, int V> __device__ __forceinline__ void tn_vload_any(tn_vec<S, V> &d, const S *__restrict__ p) {
+#pragma unroll
+    for (int i = 0; i < V; i++) d.e[i] = p[i];
+}
+// Elements of S from p to the next 16-byte boundary (0 at one).
+template <typename S> __device__ __forceinline__ int tn_head(const S *p) {
+    return (int)((16u - ((unsigned)(unsigned long long)p & 15u)) & 15u) / (int)sizeof(S);
+}
 template <typename S, int V> __device__ __forceinline__ void tn_vzero(tn_vec<S, V> &d) {
 #pragma unroll
     for (int i = 0; i < V; i++) d.e[i] = S(0);
