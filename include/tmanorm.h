@@ -310,7 +310,9 @@ typedef struct tn_launch_args {
 
 /* Enqueues the kernel on the stream. No host synchronization, no device
    allocation; safe inside CUDA graph capture once the plan's kernel for the
-   tensors' alignment is built (tn_plan_create builds the one for align_bytes). */
+   tensors' alignment is built (tn_plan_create builds the ones for align_bytes:
+   for tensors at one offset from a 16-byte boundary and, where that plan
+   peels, for tensors at different ones). */
 TN_API tn_status tn_plan_launch(tn_plan *plan, const tn_launch_args *args);
 
 #ifdef __cplusplus

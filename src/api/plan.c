@@ -40,9 +40,11 @@ typedef struct tn_tier {
     int64_t rows;
     tn_variant *primary; /* built at creation, for the options' alignment */
     tn_variant variants[TN_ALIGN_CLASSES];
-    /* For tensors at different offsets from a 16-byte boundary, where the plan for their alignment peels (built
-       on first need, never peeled). */
+    /* For tensors at different offsets from a 16-byte boundary, where the plan for their alignment peels: never
+       peeled; where the primary peels, the one for the options' alignment is built at creation (unpeeled_primary,
+       which odd N's element-aligned plan makes serve every alignment), the others on first need. */
     tn_variant unpeeled[TN_ALIGN_CLASSES];
+    tn_variant *unpeeled_primary;
 } tn_tier;
 
 /* Row tiers a plan may hold (where the scheduler's choice changes more often, the powers of two below M). */
@@ -526,6 +528,17 @@ tn_status tn_plan_create(tn_context *ctx, const tn_fusion *f, int64_t rows, int6
         tier->primary = &tier->variants[align_class(built.desc.align_bytes)];
         move_variant(tier->primary, &built);
         atomic_store(&tier->primary->ready, 1);
+        /* A peeled primary runs only where the tensors agree: the plan without peel beside it, built now, so a
+           launch whose tensors disagree compiles nothing (and may be captured). */
+        if (!tier->primary->desc.peel) continue;
+        memset(&built, 0, sizeof built);
+        st = schedule_build(plan, &built, (build_for){tier->rows, opts.align_bytes, 1}, plan->kind);
+        if (st == TN_STATUS_UNSUPPORTED && plan->kind >= 0)
+            st = schedule_build(plan, &built, (build_for){tier->rows, opts.align_bytes, 1}, -1);
+        if (st != TN_STATUS_OK) break;
+        tier->unpeeled_primary = &tier->unpeeled[align_class(built.desc.align_bytes)];
+        move_variant(tier->unpeeled_primary, &built);
+        atomic_store(&tier->unpeeled_primary->ready, 1);
     }
 done:
     if (st != TN_STATUS_OK) {
@@ -554,6 +567,11 @@ static void describe_tiers(const tn_plan *plan, tn_strbuf *sb) {
                          (long long)(t ? plan->tiers[t - 1].rows + 1 : 1), (long long)plan->tiers[t].rows,
                          tn_plan_kind_name(d->kind), d->block_threads, d->rows_per_cta, d->cluster,
                          (long long)d->grid, (unsigned long long)v->kernel->hash, v->compiled ? " (compiled)" : "");
+        const tn_variant *u = plan->tiers[t].unpeeled_primary;
+        if (u) /* peeled: the plan for tensors at different offsets from a 16-byte boundary, built beside it */
+            tn_strbuf_printf(sb, "    peeled (vec %d from each row's 16-byte boundary); tensors at different offsets: "
+                             "%s, vec %d; kernel %016llx%s\n", d->vec, tn_plan_kind_name(u->desc.kind), u->desc.vec,
+                             (unsigned long long)u->kernel->hash, u->compiled ? " (compiled)" : "");
     }
 }
 
@@ -669,7 +687,16 @@ static tn_status variant_for(tn_plan *plan, tn_tier *tier, int align, int agree,
         *out = tier->primary;
         return TN_STATUS_OK;
     }
-    tn_variant *v = agree ? &tier->variants[align_class(align)] : &tier->unpeeled[align_class(align)];
+    if (!agree && tier->unpeeled_primary && align >= tier->unpeeled_primary->desc.align_bytes) {
+        *out = tier->unpeeled_primary;
+        return TN_STATUS_OK;
+    }
+    tn_variant *v = &tier->variants[align_class(align)];
+    if (atomic_load(&v->ready) && (agree || !v->desc.peel)) { /* built for this alignment, and runs here */
+        *out = v;
+        return TN_STATUS_OK;
+    }
+    if (!agree) v = &tier->unpeeled[align_class(align)];
     if (atomic_load(&v->ready)) {
         *out = v;
         return TN_STATUS_OK;
@@ -679,8 +706,8 @@ static tn_status variant_for(tn_plan *plan, tn_tier *tier, int align, int agree,
     if (cap != CU_STREAM_CAPTURE_STATUS_NONE)
         return tn_set_error(plan->ctx, TN_STATUS_INVALID_ARGUMENT,
                             "launch: tensors aligned to %d bytes%s need a kernel variant that is not built yet, and "
-                            "the stream is capturing a graph; launch once outside capture, or create the plan "
-                            "with align_bytes = %d", align,
+                            "the stream is capturing a graph; launch once outside capture with such tensors, or "
+                            "create the plan with align_bytes = %d", align,
                             agree ? "" : ", at different offsets from a 16-byte boundary,", align);
     pthread_mutex_lock(&plan->lock);
     tn_status st = TN_STATUS_OK;
@@ -701,24 +728,28 @@ static tn_status variant_for(tn_plan *plan, tn_tier *tier, int align, int agree,
    e_t(row) = address_t / size_t + row * stride_t agree modulo 16 / size_t for every row exactly when the
    addresses' and the strides' do. */
 int tn_plan_rows_agree(const tn_plan *plan, const tn_launch_args *args) {
+    const tn_fusion *f = plan->fusion;
     uint64_t e[2 * TN_MAX_IO], st[2 * TN_MAX_IO];
     int size[2 * TN_MAX_IO], n = 0, narrow = 0;
-    for (int side = 0; side < 2; side++) {
-        const int count = side ? plan->fusion->num_outputs : plan->fusion->num_inputs;
-        for (int i = 0; i < count; i++) {
-            const tn_io_info *io = side ? &plan->outputs[i] : &plan->inputs[i];
-            if (io->shape != TN_SHAPE_ROW) continue;
-            size[n] = (int)tn_dtype_size(io->dtype);
-            e[n] = (uint64_t)(uintptr_t)(side ? args->outputs[i].data : args->inputs[i].data) / (uint64_t)size[n];
-            const int64_t stride = side ? args->outputs[i].row_stride : args->inputs[i].row_stride;
-            st[n] = (uint64_t)(stride ? stride : plan->cols);
-            if (size[n] < size[narrow]) narrow = n;
-            n++;
-        }
+    /* The ROW tensors the kernel touches: the inputs the fusion uses (the kernel finds its boundary from the
+       narrowest of those and of the outputs), every output. */
+    for (int k = 0; k < f->num_nodes + f->num_outputs; k++) {
+        const int is_out = k >= f->num_nodes, i = is_out ? k - f->num_nodes : f->nodes[k].io_index;
+        if (!is_out && (f->nodes[k].kind != TN_OP_INPUT || !plan->an.used[k])) continue;
+        const tn_io_info *io = is_out ? &plan->outputs[i] : &plan->inputs[i];
+        const tn_tensor *t = is_out ? &args->outputs[i] : &args->inputs[i];
+        if (io->shape != TN_SHAPE_ROW) continue;
+        size[n] = (int)tn_dtype_size(io->dtype);
+        e[n] = (uint64_t)(uintptr_t)t->data / (uint64_t)size[n];
+        st[n] = (uint64_t)(t->row_stride ? t->row_stride : plan->cols);
+        if (size[n] < size[narrow]) narrow = n;
+        n++;
     }
+    const int64_t rows = args->rows ? args->rows : plan->rows;
     for (int t = 0; t < n; t++) {
         const uint64_t m = (uint64_t)(16 / size[t]) - 1;
-        if (((e[t] - e[narrow]) & m) || ((st[t] - st[narrow]) & m)) return 0;
+        /* Strides matter only from the second row on. */
+        if (((e[t] - e[narrow]) & m) || (rows > 1 && ((st[t] - st[narrow]) & m))) return 0;
     }
     return 1;
 }

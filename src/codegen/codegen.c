@@ -243,7 +243,7 @@ static void emit_outside_element(gen *g, const unsigned char *need, int level, i
     tn_strbuf_printf(g->sb, "        if (%str < NX) {  // the element outside the vectors this thread takes\n"
                             "            constexpr int V = 1;\n"
                             "            const int H = 0, vi = xc;\n"
-                            "            (void)H;\n",
+                            "            (void)H, (void)vi;\n",
                      out_phase ? "live && " : "");
     const storage_code *storage = g->storage;
     g->storage = &k_outside;

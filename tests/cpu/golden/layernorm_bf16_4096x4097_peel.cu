@@ -54,7 +54,7 @@ extern "C" __global__ void __launch_bounds__(128) tn_kernel(
         if (tr < NX) {  // the element outside the vectors this thread takes
             constexpr int V = 1;
             const int H = 0, vi = xc;
-            (void)H;
+            (void)H, (void)vi;
             const tn_vec<tn_u16, V> &b0 = xb0;
             #pragma unroll
             for (int v = 0; v < V; v++) {
@@ -86,7 +86,7 @@ extern "C" __global__ void __launch_bounds__(128) tn_kernel(
         if (tr < NX) {  // the element outside the vectors this thread takes
             constexpr int V = 1;
             const int H = 0, vi = xc;
-            (void)H;
+            (void)H, (void)vi;
             const tn_vec<tn_u16, V> &b0 = xb0;
             #pragma unroll
             for (int v = 0; v < V; v++) {
@@ -131,7 +131,7 @@ extern "C" __global__ void __launch_bounds__(128) tn_kernel(
         if (live && tr < NX) {  // the element outside the vectors this thread takes
             constexpr int V = 1;
             const int H = 0, vi = xc;
-            (void)H;
+            (void)H, (void)vi;
             const tn_vec<tn_u16, V> &b0 = xb0;
             tn_vec<tn_u16, V> c1;
             tn_vload_any(c1, in1 + H + vi * V);
