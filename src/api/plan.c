@@ -682,8 +682,16 @@ static tn_tier *tier_for(tn_plan *plan, int64_t rows) {
 
 /* The tier's variant for tensors aligned to align bytes, peeled only where they agree (tn_plan_rows_agree), built
    on first need. */
-static tn_status variant_for(tn_plan *plan, tn_tier *tier, int align, int agree, void *stream, tn_variant **out) {
-    if (align >= tier->primary->desc.align_bytes && (agree || !tier->primary->desc.peel)) {
+static tn_status variant_for(tn_plan *plan, tn_tier *tier, int align, const tn_launch_args *args, void *stream,
+                             tn_variant **out) {
+    /* A plan that does not peel runs whatever the tensors' offsets: the agreement is asked only past it. */
+    const int fits = align >= tier->primary->desc.align_bytes;
+    if (fits && !tier->primary->desc.peel) {
+        *out = tier->primary;
+        return TN_STATUS_OK;
+    }
+    const int agree = tn_plan_rows_agree(plan, args);
+    if (fits && agree) {
         *out = tier->primary;
         return TN_STATUS_OK;
     }
@@ -814,7 +822,7 @@ tn_status tn_plan_prepare(tn_plan *plan, const tn_launch_args *args, tn_prepared
     tn_tier *tier = tier_for(plan, rows);
     tn_variant *v = NULL;
     if (st == TN_STATUS_OK)
-        st = variant_for(plan, tier, align, tn_plan_rows_agree(plan, args), args->stream, &v);
+        st = variant_for(plan, tier, align, args, args->stream, &v);
     if (st != TN_STATUS_OK) return st;
     out->num_launches = v->num_launches;
     for (int i = 0; i < v->num_launches; i++) {
