@@ -15,6 +15,8 @@ typedef struct tn_check_options {
     int byte_offset;     /* shift every tensor by this many bytes (misalignment tests) */
     int64_t launch_rows; /* launch for this many rows (0: the plan's M), the tensors holding only those */
     int out_offset;      /* shift every output by this many bytes more than the inputs (offsets that disagree) */
+    int in_place;        /* each ROW output written over the first unclaimed ROW input of its dtype (y over x, h
+                            over residual): not poisoned first, so only the values are checked */
 } tn_check_options;
 
 typedef struct tn_check_result {

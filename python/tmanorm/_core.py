@@ -221,6 +221,26 @@ def _overlaps(a, b):
     return a[0] < b[1] and b[0] < a[1]
 
 
+def _exactly_in_place(outs, inputs, dtypes, rows, cols):
+    """Whether every output that overlaps an input is that input itself: the same address, row
+    stride and dtype, overlapping no other input. Then the kernels write in place (each element is
+    read before the thread that reads it writes it: every plan reads a row before it writes it, and
+    rows are disjoint), with no fresh tensors and no copies (fused_add_rms_norm_ as inference
+    engines call it)."""
+    present = [(pair, code) for pair, code in zip(inputs, dtypes.inputs) if pair[0] is not None]
+    in_spans = _spans([pair for pair, _ in present], rows, cols)
+    for (o, o_stride), o_code, o_span in zip(outs, dtypes.outputs, _spans(outs, rows, cols)):
+        hits = [k for k, span in enumerate(in_spans) if _overlaps(o_span, span)]
+        if not hits:
+            continue
+        if len(hits) != 1:
+            return False
+        (t, t_stride), t_code = present[hits[0]]
+        if t_stride == 0 or t.data_ptr() != o.data_ptr() or t_stride != o_stride or t_code != o_code:
+            return False
+    return True
+
+
 # Ones and zeros standing in for a missing weight or bias, by (value, N, dtype, device). Never
 # evicted (a captured graph may hold one): past the bound, fresh ones are made for each call.
 _fillers = {}
@@ -267,8 +287,10 @@ def compute(op, tensors, eps, out_dtype=None, pdl=None, outs=None):
             out_spans = _spans(results, call.rows, call.cols)
             if len(out_spans) == 2 and _overlaps(*out_spans):
                 raise ValueError(f"tmanorm: {op}: the out= tensors overlap each other")
-            if any(_overlaps(o, i) for o in out_spans for i in _spans(call.inputs, call.rows, call.cols)):
-                results = None  # in place: the kernels may not write what they read
+            in_spans = _spans(call.inputs, call.rows, call.cols)
+            if any(_overlaps(o, i) for o in out_spans for i in in_spans) and \
+                    not _exactly_in_place(results, call.inputs, call.dtypes, call.rows, call.cols):
+                results = None  # a partial overlap: the kernels may not write what they read
     if results is None:
         results = [(torch.empty(x.shape, dtype=torch_dtype(torch, code), device=x.device), call.cols)
                    for code in call.dtypes.outputs]

@@ -48,6 +48,7 @@ typedef struct gpu_case {
     int64_t launch_rows; /* launched for this many of its rows (tn_launch_args.rows), if > 0 */
     int row_tiers;       /* the plan made with row tiers (tn_plan_options.row_tiers) */
     int out_offset;      /* the outputs this many bytes further from a 16-byte boundary than the inputs */
+    int in_place;        /* the outputs written over the inputs (y over x, h over residual) */
 } gpu_case;
 
 /* The plan's JSON (the caller frees it); the plan destroyed. */
@@ -143,6 +144,7 @@ static int run_case(tn_context *ctx, const gpu_case *c) {
         snprintf(label + strlen(label), sizeof label - strlen(label), " launched for %lld rows", (long long)c->launch_rows);
     if (c->row_tiers) snprintf(label + strlen(label), sizeof label - strlen(label), " (row tiers)");
     if (c->out_offset) snprintf(label + strlen(label), sizeof label - strlen(label), " out_off=%d", c->out_offset);
+    if (c->in_place) snprintf(label + strlen(label), sizeof label - strlen(label), " in place");
     tn_status st = tn_fusion_builtin(ctx, c->op, &bo, &f);
     tn_plan_options po = {0, NULL, c->kind, 0, c->row_tiers};
     if (st == TN_STATUS_OK) st = tn_plan_create(ctx, f, c->rows, c->cols, &po, &plan);
@@ -194,7 +196,7 @@ static int run_case(tn_context *ctx, const gpu_case *c) {
        unwritten ones. */
     const int64_t compared = c->shared ? c->rows : ran_shared ? (c->rows < 128 ? c->rows : 128) : 64;
     tn_check_options co = {(uint64_t)(c->rows * 131 + c->cols), compared, c->pad, c->offset, c->launch_rows,
-                           c->out_offset};
+                           c->out_offset, c->in_place};
     if (st == TN_STATUS_OK) st = tn_gpu_check(plan, params, &co, &r);
     int ok = st == TN_STATUS_OK && r.passed;
     if (ok) g_passed++;
@@ -272,6 +274,26 @@ static void run_peeled(tn_context *ctx, int quick) {
                                       shift == 2 ? (int)tn_dtype_size(dts[d].out) : 0};
                         run_case(ctx, &c);
                     }
+}
+
+/* Outputs written over the inputs they are computed from (y over x, h over residual: fused_add_rms_norm_ as
+   inference engines call it), under every kind: each row must be read before it is written, by every
+   thread and every copy engine that reads it (rings filled ahead, streamed and prefetched rows). */
+static void run_in_place(tn_context *ctx, int quick) {
+    static const struct { int64_t rows, cols; const char *kind; } shapes[] = {
+        {1000, 4096, NULL},   {1000, 4096, "looped"}, {1000, 4096, "tma"},      {1000, 4096, "tma-ws"},
+        {1000, 4096, "cluster"}, {3, 65536, NULL},    {4096, 65536, NULL},      {700, 28672, "tma-ws"},
+        {33, 1000, NULL},     {1000, 4097, NULL},     {1000, 131072, NULL},     {257, 32768, "cluster"}};
+    tn_device_props props;
+    tn_context_device_props(ctx, &props);
+    for (int op = 0; op < TN_BUILTIN_COUNT; op++)
+        for (int i = 0; i < (int)(sizeof shapes / sizeof shapes[0]); i++) {
+            if (quick && i % 3) continue;
+            if (shapes[i].kind && strcmp(shapes[i].kind, "looped") && props.cc_major < 9) continue;
+            gpu_case c = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, shapes[i].rows,
+                          shapes[i].cols, shapes[i].kind, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 1};
+            run_case(ctx, &c);
+        }
 }
 
 /* A cluster plan whose slices stay in shared memory, every op (the sanitizers'
@@ -684,6 +706,7 @@ int main(int argc, char **argv) {
         if (props.cc_major >= 9) run_shared_slices(ctx), run_fewer_rows(ctx);
         run_row_tiers(ctx, 1);
         run_peeled(ctx, 1);
+        run_in_place(ctx, 1);
         check_carry(ctx, props.cc_major >= 9, 1);
         if (props.cc_major >= 9) check_pdl_chain(ctx, 8, 4096);
         goto report;
@@ -714,6 +737,7 @@ int main(int argc, char **argv) {
                     }
     run_row_tiers(ctx, quick || sanitize);
     run_peeled(ctx, quick || sanitize);
+    run_in_place(ctx, quick || sanitize);
     /* Mixed dtypes, saved statistics, f8 outputs. */
     const int64_t mixed_cols[] = {4096, 4097, 8192};
     for (int op = 0; op < TN_BUILTIN_COUNT; op++)
