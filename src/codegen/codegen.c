@@ -87,6 +87,7 @@ struct gen {
     int first_phase, last_phase; /* the phase being emitted is the first / last to read the row */
     int carry;                 /* carried values are kept in kv<k>[P][V] (the plan's carry, a storage that keeps the row) */
     int released;              /* the stage was handed back before the row group's end (ring, staged cluster) */
+    int uneven;                /* cluster: the last CTA's slice is shorter (NVL a run-time value, copies sized by it) */
 };
 
 static int is_elementwise(tn_shape_class s) { return s == TN_SHAPE_ROW || s == TN_SHAPE_COL; }
@@ -346,6 +347,12 @@ typedef struct row_index {
 static const row_index k_whole_row = {"const int vi = p * T + tr;", "vi < NV"};
 static const row_index k_peeled_row = {"const int vi = p * T + tr;", "vi < NVB"}; /* from the row's boundary */
 static const row_index k_slice = {"const int vl = p * T + tr, vi = VB + vl;\n            (void)vi;", "vl < NVL"};
+/* ... a slice whose length is known only at run time (the last CTA's is
+   shorter): a thread's first PF vectors are in every CTA's slice, so the
+   unrolled loop checks only the rest (ptxas kept the checks and spilled). */
+static const row_index k_uneven_slice = {"const int vl = p * T + tr, vi = VB + vl;\n            (void)vi;",
+                                         "(p < PF || vl < NVL)"};
+static const row_index *slice_index(const gen *g) { return g->uneven ? &k_uneven_slice : &k_slice; }
 /* Rows of at most this many vectors a thread also take their COL vectors
    (weight, bias) into registers with the row's own loads: a latency-bound row
    then waits for memory once, not again after its reductions. */
@@ -420,8 +427,8 @@ static void registers_setup(gen *g) {
     register_loads(g, row_of(g), 0);
 }
 static void registers_loop(gen *g, int output_phase) { register_loop(g, output_phase, row_of(g)); }
-static void slice_setup(gen *g) { register_loads(g, &k_slice, 0); }
-static void slice_loop(gen *g, int output_phase) { register_loop(g, output_phase, &k_slice); }
+static void slice_setup(gen *g) { register_loads(g, slice_index(g), 0); }
+static void slice_loop(gen *g, int output_phase) { register_loop(g, output_phase, slice_index(g)); }
 static void registers_col_fetch(gen *g, int k, const char *ind) {
     if (!cols_in_registers(g)) {
         col_load(g, k, ind);
@@ -485,7 +492,7 @@ static void stage_refill(gen *g, const char *rows, const char *step, const char 
                             "%s, %s);\n", rows, step, chunk);
     g->released = 1;
 }
-static void slice_refill(gen *g) { stage_refill(g, "1", "gridDim.x / CL", "rank"); }
+static void slice_refill(gen *g) { stage_refill(g, "1", "gridDim.x / CL", g->uneven ? "0" : "rank"); }
 
 /* A cluster plan whose slices stay in shared memory: the slice waits in its
    ring stage (bulk copies, see cluster_open), every phase reads its vectors
@@ -503,7 +510,7 @@ static void shared_slice_setup(gen *g) {
    refilled with the slice S row groups ahead before anything else. */
 static void staged_slice_setup(gen *g) {
     shared_slice_setup(g);
-    register_loads(g, &k_slice, 1);
+    register_loads(g, slice_index(g), 1);
     slice_refill(g);
 }
 
@@ -606,9 +613,15 @@ static void row_sources(gen *g, int rows, int64_t elems) {
     for (int k = 0; k < a->num_stage_inputs; k++) {
         const tn_node *n = &f->nodes[a->stage_inputs[k]];
         const int size = (int)tn_dtype_size(n->dtype);
-        tn_strbuf_printf(g->sb, "        {reinterpret_cast<const unsigned char *>(in%d), in%d_ld * %d, %lldu, %lldu},\n",
-                         n->io_index, n->io_index, size, (long long)elems * size,
-                         (long long)a->stage_elem_offset[k] * rows * elems);
+        if (g->uneven) /* this CTA's slice, from its own first vector, as long as it is (chunk 0) */
+            tn_strbuf_printf(g->sb,
+                             "        {reinterpret_cast<const unsigned char *>(in%d + (long long)VB * V), in%d_ld * %d, "
+                             "(unsigned)NVL * V * %du, %lldu},\n",
+                             n->io_index, n->io_index, size, size, (long long)a->stage_elem_offset[k] * rows * elems);
+        else
+            tn_strbuf_printf(g->sb, "        {reinterpret_cast<const unsigned char *>(in%d), in%d_ld * %d, %lldu, %lldu},\n",
+                             n->io_index, n->io_index, size, (long long)elems * size,
+                             (long long)a->stage_elem_offset[k] * rows * elems);
     }
     tn_strbuf_printf(g->sb, "    };\n    constexpr unsigned STAGE_BYTES = %lldu;\n"
                             "    extern __shared__ __align__(128) unsigned char tn_smem[];\n",
@@ -700,6 +713,9 @@ static void ws_reduce(gen *g, int k) {
                      g->f->nodes[k].op, k, slot);
 }
 
+/* Vectors of a cluster CTA's slice (the last CTA's may be fewer). */
+static int64_t slice_vectors(const gen *g) { return tn_cluster_slice_vectors(g->p->cols / g->p->vec, g->p->cluster); }
+
 /* col_cache: the CTA's slice of each COL input into shared memory (after the
    stages), once for all the rows the CTA takes. Each thread loads the vectors
    it reads back later (vl = p T + tr), so no barrier is needed. The widest
@@ -720,7 +736,7 @@ static void cluster_cache_cols(gen *g) {
                              "CTA's slice of %s\n"
                              "    for (int vl = tr; vl < NVL; vl += T) tn_vload(tn_cc%d[vl], in%d + (long long)(VB + vl) * V);\n",
                              st, i, st, (long long)offset, n->name ? n->name : "a COL input", i, n->io_index);
-            offset += g->p->cols / g->p->cluster * (int64_t)tn_dtype_size(n->dtype);
+            offset += slice_vectors(g) * g->p->vec * (int64_t)tn_dtype_size(n->dtype);
         }
     }
 }
@@ -732,13 +748,22 @@ static void cluster_cache_cols(gen *g) {
    cluster takes the same row groups, so all take part in every reduction. */
 static void cluster_open(gen *g) {
     cta_rows(g);
-    tn_strbuf_printf(g->sb, "    constexpr int CL = %d, NVL = NV / CL;\n", g->p->cluster);
-    tn_strbuf_append(g->sb, "    const unsigned rank = tn_cluster_rank();\n"
-                            "    const int VB = (int)rank * NVL;  // this CTA's slice of every row\n");
+    if (g->uneven) { /* CTAs 0 to CL - 2 take NVC vectors each, the last the rest */
+        tn_strbuf_printf(g->sb, "    constexpr int CL = %d, NVC = %lld;  // a slice's vectors (the last CTA's fewer)\n"
+                                "    const unsigned rank = tn_cluster_rank();\n"
+                                "    const int NVL = (int)rank + 1 < CL ? NVC : NV - (CL - 1) * NVC;  // this CTA's\n"
+                                "    const int VB = (int)rank * NVC;  // this CTA's slice of every row\n"
+                                "    constexpr int PF = (NV - (CL - 1) * NVC) / T;  // vectors a thread takes in every slice\n",
+                         g->p->cluster, (long long)slice_vectors(g));
+    } else {
+        tn_strbuf_printf(g->sb, "    constexpr int CL = %d, NVL = NV / CL;\n", g->p->cluster);
+        tn_strbuf_append(g->sb, "    const unsigned rank = tn_cluster_rank();\n"
+                                "    const int VB = (int)rank * NVL;  // this CTA's slice of every row\n");
+    }
     if (g->p->stages) {
-        ring_declare(g, 1, g->p->cols / g->p->cluster);
-        tn_strbuf_append(g->sb, "    tn_ring_start<1, S, NIN>(tn_src, tn_smem, STAGE_BYTES, tn_full, M, M, blockIdx.x / CL, "
-                                "gridDim.x / CL, rank);\n");
+        ring_declare(g, 1, slice_vectors(g) * g->p->vec);
+        tn_strbuf_printf(g->sb, "    tn_ring_start<1, S, NIN>(tn_src, tn_smem, STAGE_BYTES, tn_full, M, M, blockIdx.x / CL, "
+                                "gridDim.x / CL, %s);\n", g->uneven ? "0" : "rank");
     }
     if (g->p->col_cache) cluster_cache_cols(g);
     if (g->nred)
@@ -834,6 +859,7 @@ void tn_codegen(const tn_fusion *f, const tn_analysis *a, const tn_plan_desc *p,
                                                                            : kc->storage;
     gen g = {f, a, p, sb, storage, kc->skeleton, 0, {0}, 0, 0, 0, 0};
     g.carry = p->carry && tn_plan_carry_floats(p, 1) && a->num_carried;
+    g.uneven = p->kind == TN_PLAN_CLUSTER && (p->cols / p->vec) % p->cluster != 0;
     for (int i = 0; i < f->num_nodes; i++) {
         const tn_node *n = &f->nodes[i];
         g.slot_of[i] = a->used[i] && n->kind == TN_OP_REDUCE ? g.nred++ : -1;

@@ -776,15 +776,21 @@ static int64_t cluster_static_smem(const tn_analysis *a, const tn_plan_desc *p) 
     return (bytes + 127) / 128 * 128;
 }
 
+/* Elements of a cluster CTA's slice (the last CTA's may be fewer; every
+   CTA's stages and COL caches are sized for a whole slice). */
+static int64_t slice_elems(const tn_plan_desc *p) {
+    return tn_cluster_slice_vectors(p->cols / p->vec, p->cluster) * p->vec;
+}
+
 int64_t tn_cluster_col_offset(const tn_analysis *a, const tn_plan_desc *p) {
     if (!p->stages || p->cluster < 1) return 0;
-    return ((int64_t)p->stages * (p->cols / p->cluster * a->buffer_elem_bytes + 8) + 15) / 16 * 16;
+    return ((int64_t)p->stages * (slice_elems(p) * a->buffer_elem_bytes + 8) + 15) / 16 * 16;
 }
 
 int64_t tn_cluster_dynamic_smem(const tn_analysis *a, const tn_plan_desc *p) {
     if (p->cluster < 1) return 0;
-    if (p->col_cache) return tn_cluster_col_offset(a, p) + p->cols / p->cluster * a->col_elem_bytes;
-    return p->stages ? (int64_t)p->stages * (p->cols / p->cluster * a->buffer_elem_bytes + 8) : 0;
+    if (p->col_cache) return tn_cluster_col_offset(a, p) + slice_elems(p) * a->col_elem_bytes;
+    return p->stages ? (int64_t)p->stages * (slice_elems(p) * a->buffer_elem_bytes + 8) : 0;
 }
 
 void tn_cluster_share_slice(const tn_analysis *a, tn_plan_desc *p) {
@@ -854,14 +860,17 @@ static int cluster_ctas_per_sm(const tn_schedule_request *r, const tn_plan_desc 
 }
 
 /* Fills the cluster fields for cl CTAs a row, t threads a CTA, one row each; 0
-   if the slice is not whole vectors or, held in registers, does not fit. */
+   if some CTA would get no vector or, held in registers, the slice does not
+   fit. A row whose vectors cl does not divide leaves the last CTA a shorter
+   slice (bf16 rows of 8 x an odd number of elements, 65544 or 262136, stay on
+   chip like their powers of two). */
 static int cluster_layout(const tn_schedule_request *r, tn_plan_desc *p, int cl, int t, int slice_in_regs) {
-    const int64_t nv = p->cols / p->vec;
-    if (cl < 2 || cl > TN_MAX_CLUSTER || (r->max_cluster && cl > r->max_cluster) || nv % cl || t < 32 ||
+    const int64_t nv = p->cols / p->vec, nvl = tn_cluster_slice_vectors(nv, cl);
+    if (cl > TN_MAX_CLUSTER || (r->max_cluster && cl > r->max_cluster) || !tn_cluster_slices_fit(nv, cl) || t < 32 ||
         t > r->props->max_threads_per_block)
         return 0;
-    const int batch = (int)ceil_div(nv / cl, t);
-    if (batch > 64 || (t > 32 && t / 2 >= nv / cl) ||
+    const int batch = (int)ceil_div(nvl, t);
+    if (batch > 64 || (t > 32 && t / 2 >= nvl) ||
         (slice_in_regs && slice_regs(r, p->vec, batch) > regs_cap(r->props, t)))
         return 0;
     p->kind = TN_PLAN_CLUSTER;
@@ -901,7 +910,7 @@ static int clusters_all_run(const tn_schedule_request *r, const tn_plan_desc *q,
    registers on an SM: the fewest from 128 up (more vectors a thread in
    flight); 0 (p untouched) if none fits. */
 static int cluster_fit(const tn_schedule_request *r, tn_plan_desc *p, int cl, int batch, int per_sm) {
-    const int64_t nvl = p->cols / p->vec / cl;
+    const int64_t nvl = tn_cluster_slice_vectors(p->cols / p->vec, cl);
     for (int t = 128; t <= 1024; t *= 2) {
         tn_plan_desc q = *p;
         if (ceil_div(nvl, t) <= batch && cluster_shape(r, &q, cl, t) &&
@@ -995,7 +1004,7 @@ static int spread_short_rows(const tn_schedule_request *r, tn_plan_desc *p) {
     for (int cl = TN_MAX_CLUSTER; cl >= 2; cl /= 2) {
         if (many && row_bytes / cl < TN_CLUSTER_MIN_SLICE) continue;
         int t = 128;
-        while (t < TN_REG_WIDEN_MAX && ceil_div(nv / cl, t) > most) t *= 2;
+        while (t < TN_REG_WIDEN_MAX && ceil_div(tn_cluster_slice_vectors(nv, cl), t) > most) t *= 2;
         tn_plan_desc q = *p;
         if (!cluster_shape(r, &q, cl, t)) continue;
         if (!clusters_all_run(r, &q, many ? 2 : TN_CLUSTER_MAX_CTAS_AN_SM) ||
@@ -1242,7 +1251,7 @@ static int share_long_slices(const tn_schedule_request *r, tn_plan_desc *p) {
            regs_cap(d, (TN_SHARED_SLICE_CTAS + 1) * most_threads * 2) >= TN_CLUSTER_MIN_REGS)
         most_threads *= 2;
     for (int cl = 2; cl <= TN_MAX_CLUSTER; cl *= 2) {
-        const int64_t nvl = p->cols / p->vec / cl;
+        const int64_t nvl = tn_cluster_slice_vectors(p->cols / p->vec, cl);
         int t = 128;
         while (t < most_threads && ceil_div(nvl, t) > batch) t *= 2;
         tn_plan_desc q = *p;
@@ -1305,6 +1314,11 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
     const int fits_sm = row_bytes + 1024 <= d->smem_per_block_optin;
     const int heavy = a->special_evals >= 2; /* special functions in two or more phases */
     const int must_carry = !forced && !few && fits_sm && heavy;
+    /* Odd N: the register plan holds the row in 16-byte vectors (peeled), a cluster only in narrower accesses. */
+    if (!forced && one_cta && reg.peel && p->vec < reg.vec)
+        REJECT("the register plan holds the row in %d-byte vectors from each row's first 16-byte boundary (peel); a "
+               "cluster would take it in %d-byte accesses", reg.vec * a->min_row_elem_size,
+               p->vec * a->min_row_elem_size);
     if (!forced && one_cta && row_bytes > TN_CLUSTER_SHORT_ROW_BYTES &&
         (r->rows * 4 <= d->sm_count ? row_bytes < TN_CLUSTER_FEW_ROW_BYTES : r->rows * 2 <= d->sm_count) &&
         spread_short_rows(r, p))
@@ -1383,9 +1397,9 @@ static int check_cluster(const tn_plan_desc *p, const tn_analysis *a, const tn_d
                p->stages);
     if (!check_access_align(p, a, err, cap)) return 0;
     const int64_t nv = p->cols / p->vec;
-    if (p->cluster < 2 || nv % p->cluster)
-        REJECT("plan: cluster %d must be 2 to %d CTAs, each a slice of whole vectors (%lld vectors a row)", p->cluster,
-               TN_MAX_CLUSTER, (long long)nv);
+    if (!tn_cluster_slices_fit(nv, p->cluster))
+        REJECT("plan: cluster %d must be 2 to %d CTAs, each a slice of at least one whole vector (%lld vectors a row)",
+               p->cluster, TN_MAX_CLUSTER, (long long)nv);
     if (p->rows_per_cta != 1) REJECT("plan: a cluster plan takes one row per cluster");
     if (p->grid > p->rows * p->cluster)
         REJECT("plan: grid %lld is more than a cluster of %d for each of the %lld rows", (long long)p->grid, p->cluster,
@@ -1405,9 +1419,9 @@ static int check_cluster(const tn_plan_desc *p, const tn_analysis *a, const tn_d
         REJECT("plan: %d stages of a slice (and the COL slices, col_cache %d) and the exchange's %lld bytes of "
                "shared memory are above the device's %d per CTA", p->stages, p->col_cache,
                (long long)cluster_static_smem(a, p), d->smem_per_block_optin);
-    if ((int64_t)p->threads_per_row * p->batch < nv / p->cluster)
+    if ((int64_t)p->threads_per_row * p->batch < tn_cluster_slice_vectors(nv, p->cluster))
         REJECT("plan: threads_per_row %d x batch %d vectors do not cover a slice of %lld vectors", p->threads_per_row,
-               p->batch, (long long)(nv / p->cluster));
+               p->batch, (long long)tn_cluster_slice_vectors(nv, p->cluster));
     return 1;
 }
 
@@ -1417,7 +1431,8 @@ static int candidates_cluster(const tn_schedule_request *r, const tn_plan_desc *
     for (int cl = 2; cl <= TN_MAX_CLUSTER; cl *= 2)
         for (int t = 32; t <= 1024 && n < cap; t *= 2) {
             tn_plan_desc p = *base;
-            if (ceil_div(base->cols / base->vec / cl, t) > 32 || !cluster_shape(r, &p, cl, t)) continue;
+            if (ceil_div(tn_cluster_slice_vectors(base->cols / base->vec, cl), t) > 32 || !cluster_shape(r, &p, cl, t))
+                continue;
             out[n++] = p;
             /* Beside each, its COL slices cached in shared memory (below, also beside the staged ones). */
             tn_plan_desc c = p;

@@ -229,6 +229,12 @@ int tn_plan_desc_parse(const char *json, tn_plan_desc *out, char *err, size_t er
     return 1;
 }
 
+int64_t tn_cluster_slice_vectors(int64_t nv, int cluster) { return cluster > 0 ? (nv + cluster - 1) / cluster : 0; }
+
+int tn_cluster_slices_fit(int64_t nv, int cluster) {
+    return cluster >= 2 && nv > (cluster - 1) * tn_cluster_slice_vectors(nv, cluster);
+}
+
 int tn_plan_access_align(const tn_plan_desc *p, int size) {
     /* One element per access, or vectors from each row's first 16-byte boundary: element alignment, which every
        launch checks, is enough (peel's agreement of the tensors' offsets is checked at launch). */

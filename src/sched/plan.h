@@ -37,7 +37,9 @@ typedef struct tn_plan_desc {
     int chunks;          /* tma-ws: slots one row group spans (a row longer than a slot streams through several) */
     int producer_regs;   /* tma-ws with register sharing: setmaxnreg of the producer group (0: no sharing) */
     int consumer_regs;   /* ... and of each consumer group */
-    int cluster;         /* cluster: CTAs a row is split over (2 to 8, each a 1/cluster slice); 1 for the other kinds */
+    int cluster;         /* cluster: CTAs a row is split over (2 to 8), each a slice of whole vectors: the
+                            first cluster - 1 CTAs take tn_cluster_slice_vectors each, the last the rest;
+                            1 for the other kinds */
     int smem_bytes;      /* dynamic shared memory per CTA */
     int ctas_per_sm;     /* CTAs the kernel is compiled to fit on one SM at once (ptxas keeps registers
                             under that share); 0: ptxas chooses */
@@ -101,6 +103,12 @@ int64_t tn_plan_carry_floats(const tn_plan_desc *p, int num_carried);
    threads carrying 64 values spilled at its 64 registers). */
 int64_t tn_plan_carry_limit(const tn_plan_desc *p, const tn_device_props *props);
 #define TN_MAX_CARRY_FLOATS 128
+/* Vectors of a row each of a cluster's first cluster - 1 CTAs takes (its
+   slice; the last CTA takes the rest, at least one): ceil(nv / cluster). */
+int64_t tn_cluster_slice_vectors(int64_t nv, int cluster);
+/* Whether a row of nv vectors splits so over `cluster` CTAs (2 or more):
+   every CTA a slice of at least one vector. */
+int tn_cluster_slices_fit(int64_t nv, int cluster);
 /* Alignment (bytes, at most 16) the plan's widest access of an element of size
    bytes needs. */
 int tn_plan_access_align(const tn_plan_desc *p, int size);

@@ -44,6 +44,10 @@ static const golden k_goldens[] = {
     /* cluster whose slice stays in shared memory: every phase reads it from the stage (tune's candidate). */
     {"layernorm_bf16_4096x65536_cluster_shared.cu", TN_BUILTIN_LAYERNORM, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0,
      4096, 65536, TN_PLAN_CLUSTER, 1, 1},
+    /* uneven slices, staged: 8199 vectors over 8 CTAs of 1025 (the last 1024), each copied from its own first
+       vector and as long as it is; the unrolled loop checks only a thread's vectors past every slice's. */
+    {"add_rmsnorm_bf16_4096x65592_cluster_staged.cu", TN_BUILTIN_ADD_RMSNORM, TN_DTYPE_BF16, TN_DTYPE_BF16,
+     TN_DTYPE_BF16, 0, 4096, 65592, TN_PLAN_CLUSTER, 1},
     /* odd N, peeled: 16-byte vectors from each row's first boundary, the elements outside them one a thread. */
     {"layernorm_bf16_4096x4097_peel.cu", TN_BUILTIN_LAYERNORM, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 4096, 4097,
      -1},

@@ -129,7 +129,8 @@ static void compile_staged(tn_context *ctx, tn_builtin op, int64_t m, int64_t n,
           json ? json : "(none)");
     if (cl >= 2 && smem) {
         strstr(json, "\"stages\": 1")[strlen("\"stages\": ")] = (char)('0' + stages);
-        const long long bytes = (long long)stages * (n / cl * a.buffer_elem_bytes + 8);
+        const int vec = 16 / a.min_row_elem_size;
+        const long long bytes = (long long)stages * (tn_cluster_slice_vectors(n / vec, cl) * vec * a.buffer_elem_bytes + 8);
         const size_t len = strlen(json) + 32;
         char *with = malloc(len);
         *smem = '\0';
@@ -304,6 +305,33 @@ static void compile_peeled(tn_context *ctx, tn_builtin op, tn_dtype in, tn_dtype
     tn_fusion_destroy(f);
 }
 
+/* An uneven cluster plan's source: the slice length a run-time value, the
+   first PF vectors of a thread unchecked, the copies from the CTA's own first
+   vector sized by its slice (chunk 0), the capacity of a whole slice in the
+   stage; an even one keeps its constant slice and copies by rank. */
+static void check_uneven_source(tn_context *ctx) {
+    tn_builtin_options o = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0};
+    tn_fusion *f = NULL;
+    tn_fusion_builtin(ctx, TN_BUILTIN_RMSNORM, &o, &f);
+    static const int64_t cols[] = {300000, 262144};
+    for (int i = 0; i < 2; i++) {
+        tn_plan *plan = NULL;
+        CHECK(tn_plan_create(ctx, f, 4096, cols[i], NULL, &plan) == TN_STATUS_OK, "%s", tn_context_last_error(ctx));
+        char *src = plan ? test_describe(plan, TN_DESCRIBE_SOURCE) : NULL;
+        if (src && i == 0)
+            CHECK(strstr(src, "NVC = 4688;") && strstr(src, "const int NVL = (int)rank + 1 < CL ? NVC : NV - (CL - 1) * NVC;") &&
+                      strstr(src, "(p < PF || vl < NVL)") && strstr(src, "in0 + (long long)VB * V), in0_ld * 2, (unsigned)NVL * V * 2u") &&
+                      strstr(src, "gridDim.x / CL, 0);") && strstr(src, "STAGE_BYTES = 75008u"),
+                  "rmsnorm 4096x300000 (37500 vectors over 8 CTAs): the uneven slices in the source");
+        if (src && i == 1)
+            CHECK(strstr(src, "NVL = NV / CL;") && !strstr(src, "NVC") && !strstr(src, "PF"),
+                  "rmsnorm 4096x262144: even slices as before");
+        free(src);
+        tn_plan_destroy(plan);
+    }
+    tn_fusion_destroy(f);
+}
+
 static void check_ptx(tn_context *ctx, const char *kind, int rows, int cols) {
     tn_builtin_options o = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0};
     tn_fusion *f = NULL;
@@ -450,6 +478,24 @@ void test_compile(void) {
         compile_peeled(ctx, (tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_F32, TN_DTYPE_F32, 1000, 8191, 0, &plans);
         compile_peeled(ctx, (tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_F8E4M3, 1000, 8191, 0, &plans);
     }
+    /* Rows whose vectors the cluster does not divide: the last CTA's slice shorter, in every cluster variant. */
+    static const int64_t uneven[][2] = {{4096, 65544}, {512, 131080}, {1, 262136}, {4096, 300000}, {33, 100008}};
+    for (int op = 0; op < TN_BUILTIN_COUNT; op++) {
+        for (size_t i = 0; i < sizeof uneven / sizeof uneven[0]; i++)
+            compile_one(ctx, (tn_builtin)op, TN_DTYPE_BF16, uneven[i][0], uneven[i][1], NULL, &plans);
+        compile_one(ctx, (tn_builtin)op, TN_DTYPE_F16, 512, 100008, NULL, &plans);
+        compile_one(ctx, (tn_builtin)op, TN_DTYPE_F32, 4096, 131080, NULL, &plans);
+        compile_one(ctx, (tn_builtin)op, TN_DTYPE_BF16, 1000, 65537, "cluster", &plans);
+        compile_one(ctx, (tn_builtin)op, TN_DTYPE_F32, 3, 100001, "cluster", &plans);
+        compile_staged(ctx, (tn_builtin)op, 4096, 65544, 1, &plans);
+        compile_staged(ctx, (tn_builtin)op, 512, 131080, 1, &plans);
+        compile_staged(ctx, (tn_builtin)op, 2000, 65544, 2, &plans);
+        compile_shared_slices(ctx, (tn_builtin)op, TN_DTYPE_BF16, 4096, 65544, 0, &plans);
+        if (op != TN_BUILTIN_SOFTMAX) compile_shared_slices(ctx, (tn_builtin)op, TN_DTYPE_BF16, 4096, 100008, 1, &plans);
+        compile_prefetch(ctx, (tn_builtin)op, 4096, 131080, &plans);
+    }
+    compile_carry(ctx, TN_DTYPE_BF16, 4096, 131080, "cluster", &plans);
+    check_uneven_source(ctx);
     check_ptx(ctx, "tma", 4096, 8192);
     check_ptx(ctx, "tma-ws", 16384, 4096);
     check_ptx(ctx, "cluster", 4096, 65536);

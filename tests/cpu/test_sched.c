@@ -39,12 +39,14 @@ static void check_invariants(const tn_plan_desc *p, const tn_analysis *a, const 
     } else if (p->kind == TN_PLAN_CLUSTER) {
         /* A row's slices in the registers of a cluster's CTAs: whole vectors, within the register cap. */
         const int64_t nv = p->cols / p->vec;
-        CHECK(p->cluster >= 2 && p->cluster <= TN_MAX_CLUSTER && nv % p->cluster == 0 && p->grid % p->cluster == 0 &&
+        CHECK(p->cluster >= 2 && p->cluster <= TN_MAX_CLUSTER && tn_cluster_slices_fit(nv, p->cluster) &&
+                  p->grid % p->cluster == 0 &&
                   p->grid <= p->rows * p->cluster && p->stages >= 0 && p->stages <= TN_CLUSTER_MAX_STAGES &&
                   p->smem_bytes == tn_cluster_dynamic_smem(a, p),
               "%s: cluster %d, grid %lld, stages %d, smem %d", what, p->cluster, (long long)p->grid, p->stages,
               p->smem_bytes);
-        CHECK((int64_t)p->threads_per_row * p->batch >= nv / p->cluster, "%s: slice not covered", what);
+        CHECK((int64_t)p->threads_per_row * p->batch >= tn_cluster_slice_vectors(nv, p->cluster), "%s: slice not covered",
+              what);
         int words = (int)((p->vec * a->buffer_elem_bytes * a->kept_values / a->num_stage_inputs + 3) / 4) * p->batch;
         int cap = d->regs_per_sm / p->block_threads;
         CHECK(TN_REG_NEED(words) <= cap, "%s: slice of %d words over the %d-register cap", what, words, cap);
@@ -75,7 +77,8 @@ static void check_invariants(const tn_plan_desc *p, const tn_analysis *a, const 
 static void test_grid(tn_context *ctx) {
     static const int64_t rows[] = {1, 2, 3, 7, 8, 64, 100, 512, 1000, 4096, 16384, 65536, 1000000, 3000000000LL};
     static const int64_t cols[] = {1, 2, 3, 7, 8, 31, 64, 100, 512, 1000, 1024, 2048, 4096, 4097, 6144, 8192,
-                                   16384, 32768, 65536, 65537, 131072, 262144, 1048576, 1048577};
+                                   16384, 32768, 65536, 65537, 65544, 100008, 131072, 262136, 262144, 300000,
+                                   1048576, 1048577};
     static const tn_dtype dts[] = {TN_DTYPE_BF16, TN_DTYPE_F16, TN_DTYPE_F32};
     static const int aligns[] = {16, 8, 4, 2};
     static const char *targets[] = {"h200", "a100"};
@@ -371,10 +374,17 @@ static void test_decisions(tn_context *ctx) {
     CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && !p.shared_slice && p.carry &&
               p.ctas_per_sm >= 2 && strstr(p.why, "not tma-ws: the cluster plan"),
           "softmax 1000x65536: cluster carrying exp: %s", p.why);
+    /* 8198 vectors a row: over 4 CTAs, slices of 2050 and (the last) 2048, as 65536's. */
     sm.cols = 65584;
+    CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 4 && !p.shared_slice &&
+              p.carry && p.ctas_per_sm >= 2 && strstr(p.why, "not tma-ws: the cluster plan"),
+          "softmax 1000x65584: cluster of 4 carrying exp, as 65536: %s", p.why);
+    /* Where no split leaves 2 CTAs an SM (here: clusters capped at 2), heavy rows stream at one CTA an SM. */
+    sm.max_cluster = 2;
     CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 2 && p.stages == 1 &&
               !p.carry && !p.shared_slice && p.grid == 132 && strstr(p.why, "streamed at one CTA an SM"),
-          "softmax 1000x65584: a streamed cluster of 2: %s", p.why);
+          "softmax 1000x65584 in clusters of 2 at most: streamed: %s", p.why);
+    sm.max_cluster = 0;
     sm.avoid = 1u << TN_PLAN_CLUSTER;
     CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_TMA_WS && p.consumer_groups == 1 &&
               p.chunks > 1 && p.stages > p.chunks,
@@ -433,13 +443,13 @@ static void test_decisions(tn_context *ctx) {
     CHECK(tn_schedule(&few, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 8 &&
               p.threads_per_row == 128 && p.batch == 12 && p.carry,
           "softmax 33x98304: 8 CTAs of 128 x 12 carrying exp: %s", p.why);
-    /* ... where the 16 do not leave room to carry either (4-byte aligned rows: 2-element vectors at 1024 threads),
-       the few rows' 24: 4 CTAs of 512 x 17, carrying. */
+    /* 4-byte aligned rows of 32772 2-element vectors: 8 CTAs (the last slice shorter) of at most 16, carrying. */
     few.rows = 1;
     few.cols = 65544;
     few.align = 4;
-    CHECK(tn_schedule(&few, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.batch > 16 && p.carry,
-          "softmax 1x65544 aligned to 4: more than 16 vectors a thread, carrying: %s", p.why);
+    CHECK(tn_schedule(&few, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 8 && p.batch <= 16 &&
+              p.carry,
+          "softmax 1x65544 aligned to 4: 8 CTAs of at most 16 vectors a thread, carrying: %s", p.why);
     few.align = 16;
     few.rows = 64;
     few.cols = 131072;
@@ -650,7 +660,7 @@ static void test_candidates(tn_context *ctx) {
     tn_device_props d;
     tn_device_props_for_target("h200", &d);
     static const int64_t shapes[][2] = {{1, 65536}, {4096, 65536}, {4096, 4096}, {64, 131072}, {1000, 4097},
-                                        {16384, 1024}, {7, 262144}};
+                                        {16384, 1024}, {7, 262144}, {4096, 100008}, {3, 65544}};
     int total = 0, kinds[TN_PLAN_KIND_COUNT] = {0};
     static tn_plan_desc c[512];
     for (int op = 0; op < TN_BUILTIN_COUNT; op++) {
@@ -659,7 +669,7 @@ static void test_candidates(tn_context *ctx) {
         tn_fusion_builtin(ctx, (tn_builtin)op, &o, &f);
         tn_analysis a;
         tn_analyze(f, &a);
-        for (int i = 0; i < 7; i++) {
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
             tn_schedule_request req = {&a, shapes[i][0], shapes[i][1], 16, -1, &d};
             const int n = tn_schedule_candidates(&req, c, 512);
             CHECK(n > 0 && n < 512, "%s %lldx%lld: %d candidates", tn_builtin_name((tn_builtin)op),
@@ -700,6 +710,47 @@ static void test_candidates(tn_context *ctx) {
     printf("sched candidates: %d checked\n", total);
 }
 
+/* Rows whose vectors the cluster does not divide (bf16 rows of 8 x an odd
+   number of elements) stay on chip like their powers of two: each CTA a slice
+   of ceil(nv / cluster) vectors, the last the rest, never none. */
+static void test_uneven_slices(tn_context *ctx) {
+    CHECK(tn_cluster_slice_vectors(8193, 8) == 1025 && tn_cluster_slices_fit(8193, 8), "8193 over 8");
+    CHECK(!tn_cluster_slices_fit(9, 8) && !tn_cluster_slices_fit(17, 8) && tn_cluster_slices_fit(57, 8) &&
+              !tn_cluster_slices_fit(1, 2) && tn_cluster_slices_fit(3, 2) && !tn_cluster_slices_fit(100, 1),
+          "slices that leave a CTA none are refused");
+    for (int64_t nv = 2; nv < 400; nv++) /* fit: every CTA at least one vector, all of them covered once */
+        for (int cl = 2; cl <= TN_MAX_CLUSTER; cl *= 2) {
+            const int64_t s = tn_cluster_slice_vectors(nv, cl), last = nv - (cl - 1) * s;
+            CHECK(tn_cluster_slices_fit(nv, cl) == (last >= 1 && last <= s), "nv %lld over %d", (long long)nv, cl);
+        }
+    tn_device_props d;
+    tn_device_props_for_target("h200", &d);
+    static const int64_t cols[] = {65544, 100008, 131080, 150000, 262136, 300000};
+    static const int64_t rows[] = {1, 33, 512, 4096};
+    int uneven = 0;
+    for (int op = 0; op < TN_BUILTIN_COUNT; op++) {
+        tn_builtin_options o = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0};
+        tn_fusion *f = NULL;
+        tn_fusion_builtin(ctx, (tn_builtin)op, &o, &f);
+        tn_analysis a;
+        tn_analyze(f, &a);
+        for (size_t ci = 0; ci < sizeof cols / sizeof cols[0]; ci++)
+            for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++) {
+                tn_schedule_request req = {&a, rows[ri], cols[ci], 16, -1, &d};
+                tn_plan_desc p;
+                char err[320];
+                const int ok = tn_schedule(&req, &p, err, sizeof err);
+                CHECK(ok && p.kind == TN_PLAN_CLUSTER, "%s bf16 %lldx%lld: %s plan, not on chip: %s",
+                      tn_builtin_name((tn_builtin)op), (long long)rows[ri], (long long)cols[ci],
+                      ok ? tn_plan_kind_name(p.kind) : "no", ok ? p.why : err);
+                if (ok && p.kind == TN_PLAN_CLUSTER) uneven += (cols[ci] / p.vec) % p.cluster != 0;
+            }
+        tn_fusion_destroy(f);
+    }
+    CHECK(uneven > 40, "%d of the plans split unevenly", uneven);
+    printf("sched uneven slices: %d plans with a shorter last slice\n", uneven);
+}
+
 void test_sched(void) {
     tn_context *ctx = test_context();
     test_candidates(ctx);
@@ -709,5 +760,6 @@ void test_sched(void) {
     test_json_rejections();
     test_json_forms();
     test_register_split();
+    test_uneven_slices(ctx);
     tn_context_destroy(ctx);
 }

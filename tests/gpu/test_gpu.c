@@ -313,6 +313,64 @@ static void run_shared_slices(tn_context *ctx) {
     run_case(ctx, &c);
 }
 
+/* Rows whose vectors the cluster does not divide: every CTA but the last a
+   slice of ceil(nv / cluster) vectors, the last the rest (a run-time length,
+   its copies from its own first vector). The scheduler's plans over few and
+   many rows, every op; each cluster variant forced (staged, shared slices
+   looping and in waves, COL caches, padded rows); odd N over narrow vectors
+   (forced: the scheduler gives rows one CTA holds to the peeled register
+   plan); row tiers and in-place writes. quick: a subset for the sanitizers. */
+static void run_uneven_slices(tn_context *ctx, int quick) {
+    static const int64_t cols[] = {65544, 100008, 131080, 262136, 300000};
+    static const int64_t rows[] = {1, 3, 64, 1000};
+    for (int op = 0; op < TN_BUILTIN_COUNT; op++) {
+        for (int ci = 0; ci < 5; ci++)
+            for (int ri = 0; ri < 4; ri++) {
+                if (quick && (ci % 2 || ri % 2 == 0)) continue;
+                gpu_case c = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, rows[ri], cols[ci], NULL,
+                              0, 0};
+                run_case(ctx, &c);
+            }
+        if (!quick) {
+            gpu_case h = {(tn_builtin)op, TN_DTYPE_F16, TN_DTYPE_F16, TN_DTYPE_F16, 1, 512, 100008, NULL, 0, 0};
+            run_case(ctx, &h);
+            gpu_case f = {(tn_builtin)op, TN_DTYPE_F32, TN_DTYPE_F32, TN_DTYPE_F32, 0, 1000, 131080, NULL, 0, 0};
+            run_case(ctx, &f);
+            gpu_case w = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_F32, TN_DTYPE_F32, 1, 64, 65544, "cluster", 0, 0};
+            run_case(ctx, &w);
+        }
+        /* Narrow vectors, odd N and N of 2 x an odd number: vec 1 and 2 over 8 CTAs. */
+        static const int64_t odd[][2] = {{1000, 65537}, {3, 100001}, {33, 65538}};
+        for (int i = 0; i < 3; i++) {
+            if (quick && i) continue;
+            gpu_case c = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, odd[i][0], odd[i][1],
+                          "cluster", 0, 0};
+            run_case(ctx, &c);
+        }
+        /* Slices streamed through stages (1 and 2), left in shared memory (looping over 3 rows; in waves, compiled
+           for 2 CTAs an SM), COL slices cached; rows padded by 8 elements. */
+        const struct { int stages, shared, col_cache; int64_t rows, cols; } v[] = {
+            {1, 0, 0, 257, 65544}, {2, 0, 0, 257, 100008}, {1, 2, 0, 257, 65544},
+            {1, 3, 0, 300, 100008}, {1, 0, 1, 257, 100008}, {1, 1, 0, 100, 262136}};
+        for (int i = 0; i < 6; i++) {
+            if (quick && i % 2) continue;
+            if (v[i].col_cache && op == TN_BUILTIN_SOFTMAX) continue;
+            gpu_case c = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, op == 1, v[i].rows, v[i].cols,
+                          "cluster", i % 3 == 0 ? 8 : 0, 0, NULL, 0, v[i].stages, v[i].shared, v[i].col_cache};
+            run_case(ctx, &c);
+        }
+        if (quick) continue;
+        for (int64_t launch = 5; launch <= 700; launch += 695) { /* row tiers: few-row clusters and streamed ones */
+            gpu_case t = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 1000, 100008, NULL, 0, 0,
+                          NULL, 0, 0, 0, 0, launch, 1};
+            run_case(ctx, &t);
+        }
+        gpu_case in = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 1000, 65544, NULL, 0, 0, NULL,
+                       0, 0, 0, 0, 0, 0, 0, 1};
+        run_case(ctx, &in);
+    }
+}
+
 /* Launch-time errors must be reported, never crash or write. */
 static void check_launch_errors(tn_context *ctx) {
     tn_builtin_options bo = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0};
@@ -704,6 +762,11 @@ int main(int argc, char **argv) {
                 run_case(ctx, &c);
             }
         if (props.cc_major >= 9) run_shared_slices(ctx), run_fewer_rows(ctx);
+        if (props.cc_major >= 9) {
+            gpu_case u = {TN_BUILTIN_LAYERNORM, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 1, 257, 100008, "cluster",
+                          8, 0, NULL, 0, 1, 0, 1}; /* an uneven slice's stage and COL cache, padded rows */
+            run_case(ctx, &u);
+        }
         run_row_tiers(ctx, 1);
         run_peeled(ctx, 1);
         run_in_place(ctx, 1);
@@ -738,6 +801,7 @@ int main(int argc, char **argv) {
     run_row_tiers(ctx, quick || sanitize);
     run_peeled(ctx, quick || sanitize);
     run_in_place(ctx, quick || sanitize);
+    if (props.cc_major >= 9) run_uneven_slices(ctx, quick || sanitize);
     /* Mixed dtypes, saved statistics, f8 outputs. */
     const int64_t mixed_cols[] = {4096, 4097, 8192};
     for (int op = 0; op < TN_BUILTIN_COUNT; op++)
