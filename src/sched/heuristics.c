@@ -992,7 +992,7 @@ static int cluster_pick(const tn_schedule_request *r, tn_plan_desc *p, int batch
    which the register plan already spreads (rmsnorm 64 x 16384 3.42 us, 3.45
    over 8 CTAs; 132 x 20480 5.12, 5.77 over 2; layernorm 100 x 16384 over 4
    CTAs of 256 x 2: the driver ran 92 clusters, 5.89 us). 0 (p untouched)
-   where no cluster splits the row's vectors evenly under those limits. */
+   where no cluster splits the row's vectors under those limits. */
 static int spread_short_rows(const tn_schedule_request *r, tn_plan_desc *p) {
     const tn_device_props *d = r->props;
     const tn_analysis *a = r->analysis;
@@ -1314,8 +1314,10 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
     const int fits_sm = row_bytes + 1024 <= d->smem_per_block_optin;
     const int heavy = a->special_evals >= 2; /* special functions in two or more phases */
     const int must_carry = !forced && !few && fits_sm && heavy;
-    /* Odd N: the register plan holds the row in 16-byte vectors (peeled), a cluster only in narrower accesses. */
-    if (!forced && one_cta && reg.peel && p->vec < reg.vec)
+    /* N not a multiple of a 16-byte vector (odd N): the register plan holds the row in 16-byte vectors
+       (peeled), a cluster only in narrower accesses. Rows narrowed by their alignment alone keep the few-row
+       clusters they took before uneven slices (their vectors split evenly). */
+    if (!forced && one_cta && reg.peel && p->vec < reg.vec && r->cols % reg.vec)
         REJECT("the register plan holds the row in %d-byte vectors from each row's first 16-byte boundary (peel); a "
                "cluster would take it in %d-byte accesses", reg.vec * a->min_row_elem_size,
                p->vec * a->min_row_elem_size);
@@ -1333,7 +1335,7 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
                    "more SMs than a cluster costs", (long long)row_bytes, TN_CLUSTER_SHORT_ROW_BYTES);
         if (one_cta)
             REJECT("the register plan holds the row (%lld bytes) in one CTA, and no cluster of 2 to %d CTAs splits "
-                   "its %lld vectors into equal slices that all run at once", (long long)row_bytes, TN_MAX_CLUSTER,
+                   "its %lld vectors into slices that all run at once", (long long)row_bytes, TN_MAX_CLUSTER,
                    (long long)nv);
         if (must_carry && (two_rows_fit(d, row_bytes) || !a->num_carried))
             REJECT("a row fits one SM's shared memory and the fusion evaluates special functions in %d phases: the "
@@ -1375,7 +1377,7 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
     if (!few && !forced) stream_next_rows(r, p);
     why(p, "cluster: each row split over %d CTAs of %d threads, %d vectors each held in registers (%lld bytes a CTA); "
         "reductions meet through distributed shared memory", cl, p->threads_per_row, p->batch,
-        (long long)(row_bytes / cl));
+        (long long)(tn_cluster_slice_vectors(nv, cl) * p->vec * a->buffer_elem_bytes));
     why_persistent_clusters(p);
     why_streamed(p);
     if (!few && !forced) cache_cols(r, p);

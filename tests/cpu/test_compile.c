@@ -129,8 +129,11 @@ static void compile_staged(tn_context *ctx, tn_builtin op, int64_t m, int64_t n,
           json ? json : "(none)");
     if (cl >= 2 && smem) {
         strstr(json, "\"stages\": 1")[strlen("\"stages\": ")] = (char)('0' + stages);
-        const int vec = 16 / a.min_row_elem_size;
-        const long long bytes = (long long)stages * (tn_cluster_slice_vectors(n / vec, cl) * vec * a.buffer_elem_bytes + 8);
+        tn_plan_desc d;
+        char perr[256];
+        CHECK(tn_plan_desc_parse(json, &d, perr, sizeof perr), "%s", perr);
+        d.stages = stages;
+        const long long bytes = tn_cluster_dynamic_smem(&a, &d);
         const size_t len = strlen(json) + 32;
         char *with = malloc(len);
         *smem = '\0';

@@ -723,6 +723,33 @@ static void test_uneven_slices(tn_context *ctx) {
             const int64_t s = tn_cluster_slice_vectors(nv, cl), last = nv - (cl - 1) * s;
             CHECK(tn_cluster_slices_fit(nv, cl) == (last >= 1 && last <= s), "nv %lld over %d", (long long)nv, cl);
         }
+    /* The kernel's index map, brute-forced: CTA `rank` takes vectors VB + vl, vl = p T + tr, where p < PF or
+       vl < NVL (its slice's length); every vector of the row exactly once, none past a CTA's NVC (its stage). */
+    static unsigned char seen[3000];
+    long long maps = 0;
+    for (int nv = 2; nv < 3000; nv += 1 + nv / 64)
+        for (int cl = 2; cl <= TN_MAX_CLUSTER; cl *= 2)
+            for (int t = 32; t <= 1024; t *= 2) {
+                if (!tn_cluster_slices_fit(nv, cl)) continue;
+                const int nvc = (int)tn_cluster_slice_vectors(nv, cl), pp = (nvc + t - 1) / t;
+                const int pf = (nv - (cl - 1) * nvc) / t;
+                memset(seen, 0, sizeof seen);
+                int bad = pf < 0 || pf > pp;
+                for (int rank = 0; rank < cl; rank++) {
+                    const int nvl = rank + 1 < cl ? nvc : nv - (cl - 1) * nvc;
+                    for (int p = 0; p < pp; p++)
+                        for (int tr = 0; tr < t; tr++) {
+                            const int vl = p * t + tr;
+                            if (!(p < pf || vl < nvl)) continue;
+                            if (vl >= nvl || vl >= nvc) bad = 1;
+                            else seen[rank * nvc + vl]++;
+                        }
+                }
+                for (int v = 0; v < nv; v++) bad |= seen[v] != 1;
+                CHECK(!bad, "index map: %d vectors over %d CTAs of %d threads", nv, cl, t);
+                maps++;
+            }
+    CHECK(maps > 1000, "%lld index maps", maps);
     tn_device_props d;
     tn_device_props_for_target("h200", &d);
     static const int64_t cols[] = {65544, 100008, 131080, 150000, 262136, 300000};
@@ -748,6 +775,20 @@ static void test_uneven_slices(tn_context *ctx) {
         tn_fusion_destroy(f);
     }
     CHECK(uneven > 40, "%d of the plans split unevenly", uneven);
+    /* Rows one CTA holds: odd N keeps the peeled register plan's 16-byte vectors; rows narrowed by their
+       alignment alone keep the few-row clusters (their vectors split evenly, as before uneven slices). */
+    tn_builtin_options o = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0};
+    tn_fusion *f = NULL;
+    tn_fusion_builtin(ctx, TN_BUILTIN_RMSNORM, &o, &f);
+    tn_analysis a;
+    tn_analyze(f, &a);
+    tn_plan_desc p;
+    char err[320];
+    tn_schedule_request odd = {&a, 3, 24579, 16, -1, &d}, narrow = {&a, 8, 32768, 4, -1, &d};
+    CHECK(tn_schedule(&odd, &p, err, sizeof err) && p.kind == TN_PLAN_REGISTER && p.peel, "rmsnorm 3x24579: %s", p.why);
+    CHECK(tn_schedule(&narrow, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 8 && p.vec == 2,
+          "rmsnorm 8x32768 aligned to 4: %s", p.why);
+    tn_fusion_destroy(f);
     printf("sched uneven slices: %d plans with a shorter last slice\n", uneven);
 }
 

@@ -359,7 +359,23 @@ static void run_uneven_slices(tn_context *ctx, int quick) {
                           "cluster", i % 3 == 0 ? 8 : 0, 0, NULL, 0, v[i].stages, v[i].shared, v[i].col_cache};
             run_case(ctx, &c);
         }
+        /* Pointers off a 16-byte boundary by 2, 4 and 8 bytes: narrower vectors, uneven over the cluster (4096 x
+           65544 aligned to 8: slices of 2049 4-element vectors, the last 2043, COL slices cached). */
+        for (int k = 0; k < 3; k++) {
+            if (quick && k != 1) continue;
+            gpu_case c = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, k == 2 ? 4096 : 257, 65544,
+                          NULL, 0, 2 << k};
+            run_case(ctx, &c);
+        }
         if (quick) continue;
+        /* bf16 rows beside f32 weight and bias and f32 outputs: slices of two widths in the stage and the cache. */
+        if (op != TN_BUILTIN_SOFTMAX) {
+            gpu_case c = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_F32, TN_DTYPE_F32, op == 1, 257, 100008, "cluster",
+                          0, 0, NULL, 0, 1, 0, 1};
+            run_case(ctx, &c);
+            c.stages = 2, c.col_cache = 0;
+            run_case(ctx, &c);
+        }
         for (int64_t launch = 5; launch <= 700; launch += 695) { /* row tiers: few-row clusters and streamed ones */
             gpu_case t = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 1000, 100008, NULL, 0, 0,
                           NULL, 0, 0, 0, 0, launch, 1};

@@ -70,11 +70,12 @@ template <int REGS> __device__ __forceinline__ void tn_regs_inc() {}
 
 // ---- the ring of stages (the tma kinds' skeletons). A stage holds one row
 // group, or one chunk of it: for each ROW input k, R rows of row_bytes each
-// (a row's whole N elements, or one chunk of them), from smem_offset on.
+// (a row's whole N elements, one chunk of them, or a cluster CTA's slice), from smem_offset on.
 struct tn_row_src {
-    const unsigned char *base; // the input's first row
+    const unsigned char *base; // the input's first row (an uneven cluster CTA's: its slice's first element)
     long long ld_bytes;        // its row stride in bytes
-    unsigned row_bytes;        // bytes of one row in a stage: N (or N / chunks) x element size, a multiple of 16
+    unsigned row_bytes;        // bytes of one row in a stage: N (or N / chunks, or the CTA's slice) x element
+                               // size, a multiple of 16
     unsigned smem_offset;      // where its R rows start in a stage
 };
 
