@@ -416,6 +416,57 @@ static void register_loads(gen *g, const row_index *x, int staged) {
                              k_dtype_code[n->dtype].storage, i, i, n->io_index, n->io_index, i);
     }
 }
+/* pipeline: ROW input vectors of the row `row` (live: in M) into arr<i>[P], at indent `ind`; the COL
+   vectors (cc<i>) where `cols` (once, before the loop: every row group of the CTA reads the same ones). */
+static void pipeline_loads(gen *g, const char *arr, const char *ind, int cols) {
+    const tn_fusion *f = g->f;
+    for (int i = 0; i < f->num_nodes; i++) {
+        const tn_node *n = &f->nodes[i];
+        const int col = n->kind == TN_OP_INPUT && n->shape == TN_SHAPE_COL && cols_in_registers(g);
+        if (!g->a->used[i] || !(cols ? col : is_row_input(n))) continue;
+        tn_strbuf_printf(g->sb, "#pragma unroll\n%sfor (int p = 0; p < P; p++) {\n%s    %s\n", ind, ind,
+                         k_whole_row.index);
+        if (cols)
+            tn_strbuf_printf(g->sb, "%s    if (vi < NV) tn_vload(cc%d[p], in%d + vi * V);\n", ind, i, n->io_index);
+        else
+            tn_strbuf_printf(g->sb, "%s    if (live && vi < NV) tn_vload(%s%d[p], in%d + row * in%d_ld + vi * V);\n",
+                             ind, arr, i, n->io_index, n->io_index);
+        tn_strbuf_printf(g->sb, "%s    else tn_vzero(%s%d[p]);\n%s}\n", ind, cols ? "cc" : arr, i, ind);
+    }
+}
+/* pipeline, before the row-group loop: the COL vectors and the first row group's vectors (nb<i>). */
+static void pipeline_prologue(gen *g) {
+    const tn_fusion *f = g->f;
+    tn_strbuf_append(g->sb, "    // pipeline: each row group's vectors are loaded while the one before it reduces and stores\n");
+    for (int i = 0; i < f->num_nodes; i++) {
+        const tn_node *n = &f->nodes[i];
+        if (!g->a->used[i] || n->kind != TN_OP_INPUT) continue;
+        if (is_row_input(n))
+            tn_strbuf_printf(g->sb, "    tn_vec<%s, V> nb%d[P];  // the next row group's\n", k_dtype_code[n->dtype].storage, i);
+        else if (n->shape == TN_SHAPE_COL && cols_in_registers(g))
+            tn_strbuf_printf(g->sb, "    tn_vec<%s, V> cc%d[P];  // for every row group\n", k_dtype_code[n->dtype].storage, i);
+    }
+    pipeline_loads(g, "nb", "    ", 1);
+    tn_strbuf_append(g->sb, "    {\n        const long long row = (long long)blockIdx.x * R + rr;\n"
+                            "        const bool live = row < M;\n");
+    pipeline_loads(g, "nb", "        ", 0);
+    tn_strbuf_append(g->sb, "    }\n");
+}
+/* pipeline, at a row group's top: its vectors taken from nb<i>, and the next row group's loads issued. */
+static void pipeline_setup(gen *g) {
+    const tn_fusion *f = g->f;
+    for (int i = 0; i < f->num_nodes; i++) {
+        const tn_node *n = &f->nodes[i];
+        if (!g->a->used[i] || !is_row_input(n)) continue;
+        tn_strbuf_printf(g->sb, "        tn_vec<%s, V> bb%d[P];\n"
+                                "#pragma unroll\n        for (int p = 0; p < P; p++) bb%d[p] = nb%d[p];\n",
+                         k_dtype_code[n->dtype].storage, i, i, i);
+    }
+    tn_strbuf_append(g->sb, "        {\n            const long long row = (g + gridDim.x) * R + rr;\n"
+                            "            const bool live = row < M;\n");
+    pipeline_loads(g, "nb", "            ", 0);
+    tn_strbuf_append(g->sb, "        }\n");
+}
 static void register_loop(gen *g, int output_phase, const row_index *x) {
     tn_strbuf_printf(g->sb, "#pragma unroll\n        for (int p = 0; p < P; p++) {\n"
                             "            %s\n"
@@ -423,6 +474,10 @@ static void register_loop(gen *g, int output_phase, const row_index *x) {
 }
 static const row_index *row_of(const gen *g) { return g->p->peel ? &k_peeled_row : &k_whole_row; }
 static void registers_setup(gen *g) {
+    if (g->p->pipeline) {
+        pipeline_setup(g);
+        return;
+    }
     if (g->p->peel) peel_row(g);
     register_loads(g, row_of(g), 0);
 }
@@ -594,6 +649,7 @@ static void cta_reduce(gen *g, int k) {
 /* grid-stride: each CTA takes row groups blockIdx.x, + gridDim.x, ... */
 static void grid_stride_open(gen *g) {
     cta_rows(g);
+    if (g->p->pipeline) pipeline_prologue(g);
     tn_strbuf_append(g->sb, "    for (long long g = blockIdx.x; g * R < M; g += gridDim.x) {\n"
                             "        const long long row = g * R + rr;\n"
                             "        const bool live = row < M;\n        (void)live;\n");

@@ -291,6 +291,22 @@ static int candidates_register(const tn_schedule_request *r, const tn_plan_desc 
     return n;
 }
 
+/* q: register plan p pipelined (plan field pipeline): a persistent grid of as many CTAs as the SMs hold
+   with two row groups' vectors a thread (this one's and the next one's), at most 8 vectors each, every CTA
+   taking at least two row groups; compiled for that many CTAs an SM. 0 where that does not hold. A tune
+   candidate (not yet measured: the scheduler does not choose it). */
+static int register_pipelined(const tn_schedule_request *r, const tn_plan_desc *p, tn_plan_desc *q) {
+    if (p->peel || p->batch > 8) return 0;
+    const int64_t per_sm = ctas_an_sm(r->props, row_regs(r, p->vec, 2 * p->batch), p->block_threads);
+    const int64_t groups = ceil_div(r->rows, p->rows_per_cta), grid = per_sm * r->props->sm_count;
+    if (per_sm < 1 || per_sm > 32 || groups < 2 * grid) return 0;
+    *q = *p;
+    q->pipeline = 1;
+    q->grid = grid;
+    q->ctas_per_sm = per_sm >= 2 ? (int)per_sm : 0;
+    return 1;
+}
+
 static int candidates_register_vec(const tn_schedule_request *r, const tn_plan_desc *base, tn_plan_desc *out,
                                    int cap) {
     int n = 0;
@@ -308,6 +324,8 @@ static int candidates_register_vec(const tn_schedule_request *r, const tn_plan_d
             const int64_t per_sm = ctas_an_sm(r->props, row_regs(r, p.vec, p.batch), p.block_threads);
             q.ctas_per_sm = p.ctas_per_sm ? 0 : (per_sm >= 2 && per_sm <= 32 ? (int)per_sm : 0);
             if (n < cap && q.ctas_per_sm != p.ctas_per_sm) out[n++] = q;
+            /* Beside each, pipelined over a persistent grid where it loops over two or more row groups a CTA. */
+            if (n < cap && register_pipelined(r, &p, &q)) out[n++] = q;
         }
     }
     return n;

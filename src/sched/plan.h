@@ -57,6 +57,9 @@ typedef struct tn_plan_desc {
                             last whole vector, at most 2 vec - 2, are taken one each by the row's first threads.
                             The launch needs every ROW tensor at the same offset from a 16-byte boundary, in
                             its own elements, on every row (else the plan made without peel runs) */
+    int pipeline;        /* register: 1 = each CTA loops over several row groups and loads the next one's vectors
+                            into registers before it reduces and stores this one (the COL vectors held in
+                            registers once for all of them) */
     int pdl;             /* 1: programmatic dependent launch (sm_90+) */
     char why[1024];      /* the scheduler's reasons, one clause per decision */
 } tn_plan_desc;

@@ -17,6 +17,7 @@ typedef struct golden {
     int kind;
     int stages; /* a cluster plan's slices through this many stages of shared memory */
     int shared; /* ... left in its one stage and read there, a cluster a row (shared_slice) */
+    int pipeline; /* a register plan over a persistent grid of 4 CTAs an SM, the next row group loaded ahead */
 } golden;
 
 static const golden k_goldens[] = {
@@ -48,6 +49,10 @@ static const golden k_goldens[] = {
        vector and as long as it is; the unrolled loop checks only a thread's vectors past every slice's. */
     {"add_rmsnorm_bf16_4096x65592_cluster_staged.cu", TN_BUILTIN_ADD_RMSNORM, TN_DTYPE_BF16, TN_DTYPE_BF16,
      TN_DTYPE_BF16, 0, 4096, 65592, TN_PLAN_CLUSTER, 1},
+    /* pipelined: the weight loaded once before the loop, the next row group's vectors before this one's
+       reduction (tune's candidate). */
+    {"add_rmsnorm_bf16_65536x512_pipeline.cu", TN_BUILTIN_ADD_RMSNORM, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0,
+     65536, 512, TN_PLAN_REGISTER, 0, 0, 1},
     /* odd N, peeled: 16-byte vectors from each row's first boundary, the elements outside them one a thread. */
     {"layernorm_bf16_4096x4097_peel.cu", TN_BUILTIN_LAYERNORM, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 4096, 4097,
      -1},
@@ -65,9 +70,10 @@ static char *generate(tn_context *ctx, const golden *g) {
     tn_plan_desc p;
     char err[320];
     CHECK(tn_schedule(&req, &p, err, sizeof err), "%s: %s", g->file, err);
+    if (g->pipeline) p.pipeline = 1, p.grid = 4LL * d.sm_count, p.ctas_per_sm = 4;
     if (g->shared) tn_cluster_share_slice(&a, &p);
     else if (g->stages) p.stages = g->stages, p.smem_bytes = (int)tn_cluster_dynamic_smem(&a, &p);
-    if (g->stages) {
+    if (g->stages || g->pipeline) {
         CHECK(tn_plan_desc_check(&p, &a, &d, 16, err, sizeof err), "%s: %s", g->file, err);
     }
     tn_strbuf sb;

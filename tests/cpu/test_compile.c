@@ -169,6 +169,21 @@ static void compile_staged(tn_context *ctx, tn_builtin op, int64_t m, int64_t n,
     tn_fusion_destroy(f);
 }
 
+/* Candidate d of tune's replayed from its JSON as a plan (NULL, a failed check, if refused). */
+static tn_plan *replay_candidate(tn_context *ctx, tn_fusion *f, int64_t m, int64_t n, const tn_plan_desc *d,
+                                 const char *what) {
+    tn_strbuf sb;
+    tn_strbuf_init(&sb, NULL);
+    tn_plan_desc_json(d, &sb);
+    char *json = tn_strbuf_take(&sb);
+    tn_plan_options po = {0, json, NULL};
+    tn_plan *plan = NULL;
+    CHECK(tn_plan_create(ctx, f, m, n, &po, &plan) == TN_STATUS_OK, "%s %s %lldx%lld: %s", what, f->name, (long long)m,
+          (long long)n, tn_context_last_error(ctx));
+    free(json);
+    return plan;
+}
+
 /* Every cluster candidate of tune's whose slice stays in shared memory (one
    stage, read back in every phase, a cluster a row) for op at [m, n] in dtype
    dt: replayed from its JSON, compiled without spills, the PTX holding the
@@ -190,14 +205,7 @@ static void compile_shared_slices(tn_context *ctx, tn_builtin op, tn_dtype dt, i
     for (int k = 0; k < nc; k++) {
         if (!(cols ? c[k].col_cache : c[k].shared_slice)) continue;
         found++;
-        tn_strbuf sb;
-        tn_strbuf_init(&sb, NULL);
-        tn_plan_desc_json(&c[k], &sb);
-        char *json = tn_strbuf_take(&sb);
-        tn_plan_options po = {0, json, NULL};
-        tn_plan *plan = NULL;
-        CHECK(tn_plan_create(ctx, f, m, n, &po, &plan) == TN_STATUS_OK, "shared slice %s %lldx%lld: %s",
-              tn_builtin_name(op), (long long)m, (long long)n, tn_context_last_error(ctx));
+        tn_plan *plan = replay_candidate(ctx, f, m, n, &c[k], cols ? "col cache" : "shared slice");
         if (plan) {
             tn_resources r;
             tn_plan_resources(plan, &r);
@@ -221,10 +229,48 @@ static void compile_shared_slices(tn_context *ctx, tn_builtin op, tn_dtype dt, i
             tn_plan_destroy(plan);
             (*count)++;
         }
-        free(json);
     }
     CHECK(found > 0, "no %s candidates for %s %lldx%lld", cols ? "col-cache" : "shared-slice", tn_builtin_name(op),
           (long long)m, (long long)n);
+    tn_fusion_destroy(f);
+}
+
+/* Every pipelined register candidate of tune's for op at [m, n] in dtype dt (a persistent grid, the next row
+   group's vectors loaded ahead): replayed, compiled without spills, the source loading the next row group into
+   nb before this one's reductions and keeping the COL vectors from before the loop where they are in registers. */
+static void compile_pipelined(tn_context *ctx, tn_builtin op, tn_dtype dt, int64_t m, int64_t n, int *count) {
+    tn_builtin_options o = {dt, dt, dt, op == TN_BUILTIN_LAYERNORM};
+    tn_fusion *f = NULL;
+    tn_fusion_builtin(ctx, op, &o, &f);
+    tn_analysis a;
+    tn_analyze(f, &a);
+    static tn_plan_desc c[512];
+    tn_schedule_request req = {&a, m, n, 16, -1, &ctx->props};
+    const int nc = tn_schedule_candidates(&req, c, 512);
+    int found = 0;
+    for (int k = 0; k < nc; k++) {
+        if (!c[k].pipeline) continue;
+        found++;
+        tn_plan *plan = replay_candidate(ctx, f, m, n, &c[k], "pipelined");
+        if (plan) {
+            tn_resources r;
+            tn_plan_resources(plan, &r);
+            char *src = test_describe(plan, TN_DESCRIBE_SOURCE);
+            const char *kernel = strstr(src, "tn_kernel("), *next = strstr(src, "const long long row = (g + gridDim.x) * R + rr;"),
+                       *red = kernel ? strstr(kernel, "tn_row_reduce<") : NULL;
+            CHECK(r.spill_store_bytes == 0 && r.stack_bytes == 0 && next && red && next < red &&
+                      strstr(src, "bb0[p] = nb0[p];") && (c[k].batch > 2 || strstr(src, "[P];  // for every row group") ||
+                                                         op == TN_BUILTIN_SOFTMAX),
+                  "pipelined %s %s %lldx%lld (%d x %d, %d rows a CTA, grid %lld): %d spill bytes, next loads before the "
+                  "reductions %d", tn_builtin_name(op), tn_dtype_name(dt), (long long)m, (long long)n,
+                  c[k].threads_per_row, c[k].batch, c[k].rows_per_cta, (long long)c[k].grid, r.spill_store_bytes,
+                  next && red && next < red);
+            free(src);
+            tn_plan_destroy(plan);
+            (*count)++;
+        }
+    }
+    CHECK(found > 0, "no pipelined candidates for %s %lldx%lld", tn_builtin_name(op), (long long)m, (long long)n);
     tn_fusion_destroy(f);
 }
 
@@ -499,6 +545,11 @@ void test_compile(void) {
     }
     compile_carry(ctx, TN_DTYPE_BF16, 4096, 131080, "cluster", &plans);
     check_uneven_source(ctx);
+    for (int op = 0; op < TN_BUILTIN_COUNT; op++) {
+        compile_pipelined(ctx, (tn_builtin)op, TN_DTYPE_BF16, 65536, 512, &plans);
+        compile_pipelined(ctx, (tn_builtin)op, TN_DTYPE_BF16, 16384, 4096, &plans);
+        compile_pipelined(ctx, (tn_builtin)op, TN_DTYPE_F32, 100000, 96, &plans);
+    }
     check_ptx(ctx, "tma", 4096, 8192);
     check_ptx(ctx, "tma-ws", 16384, 4096);
     check_ptx(ctx, "cluster", 4096, 65536);

@@ -49,6 +49,7 @@ typedef struct gpu_case {
     int row_tiers;       /* the plan made with row tiers (tn_plan_options.row_tiers) */
     int out_offset;      /* the outputs this many bytes further from a 16-byte boundary than the inputs */
     int in_place;        /* the outputs written over the inputs (y over x, h over residual) */
+    int64_t pipeline_grid; /* a register plan replayed pipelined (plan field pipeline) over this many CTAs, if > 0 */
 } gpu_case;
 
 /* The plan's JSON (the caller frees it); the plan destroyed. */
@@ -90,39 +91,59 @@ static tn_status replay_with(tn_context *ctx, tn_fusion *f, int64_t rows, int64_
     return st;
 }
 
+/* The plan's description (the plan destroyed); 0 if its JSON does not parse, saying why. */
+static int take_desc(tn_plan **plan, tn_plan_desc *d) {
+    char *json = take_json(plan), err[256];
+    const int ok = tn_plan_desc_parse(json, d, err, sizeof err);
+    if (!ok) printf("the plan's JSON does not parse: %s\n", err);
+    free(json);
+    return ok;
+}
+
+/* d replayed as a new plan. */
+static tn_status replay_desc(tn_context *ctx, tn_fusion *f, int64_t rows, int64_t cols, const tn_plan_desc *d,
+                             tn_plan **plan) {
+    tn_strbuf sb;
+    tn_strbuf_init(&sb, &ctx->base.alloc);
+    tn_plan_desc_json(d, &sb);
+    char *with = tn_strbuf_take(&sb);
+    tn_plan_options po = {0, with, NULL};
+    const tn_status st = with ? tn_plan_create(ctx, f, rows, cols, &po, plan) : TN_STATUS_OUT_OF_MEMORY;
+    tn_free(&ctx->base.alloc, with);
+    return st;
+}
+
 /* The plan replayed with its slices streamed through `stages` stages of shared
    memory (smem_bytes to match), or (shared) left in one stage and read there, a
    cluster a row; TN_STATUS_INTERNAL if its JSON does not parse. */
 static tn_status replay_staged(tn_context *ctx, tn_fusion *f, int64_t rows, int64_t cols, int stages, int shared,
                                int col_cache, tn_plan **plan) {
-    char *json = take_json(plan), err[256];
     tn_plan_desc d;
-    tn_status st = TN_STATUS_INTERNAL;
-    if (tn_plan_desc_parse(json, &d, err, sizeof err)) {
-        tn_analysis a;
-        tn_analyze(f, &a);
-        if (shared) {
-            tn_cluster_share_slice(&a, &d);
-            if (shared == 2) d.grid = (rows + 2) / 3 * d.cluster;
-            if (shared == 3) d.ctas_per_sm = 2;
-        } else {
-            d.stages = stages;
-            d.prefetch = 0;
-            d.col_cache = col_cache;
-            d.smem_bytes = (int)tn_cluster_dynamic_smem(&a, &d);
-        }
-        tn_strbuf sb;
-        tn_strbuf_init(&sb, &ctx->base.alloc);
-        tn_plan_desc_json(&d, &sb);
-        char *with = tn_strbuf_take(&sb);
-        tn_plan_options po = {0, with, NULL};
-        st = with ? tn_plan_create(ctx, f, rows, cols, &po, plan) : TN_STATUS_OUT_OF_MEMORY;
-        tn_free(&ctx->base.alloc, with);
+    if (!take_desc(plan, &d)) return TN_STATUS_INTERNAL;
+    tn_analysis a;
+    tn_analyze(f, &a);
+    if (shared) {
+        tn_cluster_share_slice(&a, &d);
+        if (shared == 2) d.grid = (rows + 2) / 3 * d.cluster;
+        if (shared == 3) d.ctas_per_sm = 2;
     } else {
-        printf("the plan's JSON does not parse: %s\n", err);
+        d.stages = stages;
+        d.prefetch = 0;
+        d.col_cache = col_cache;
+        d.smem_bytes = (int)tn_cluster_dynamic_smem(&a, &d);
     }
-    free(json);
-    return st;
+    return replay_desc(ctx, f, rows, cols, &d, plan);
+}
+
+/* The register plan replayed pipelined over `grid` CTAs (the launch bound left to ptxas). */
+static tn_status replay_pipelined(tn_context *ctx, tn_fusion *f, int64_t rows, int64_t cols, int64_t grid,
+                                  tn_plan **plan) {
+    tn_plan_desc d;
+    if (!take_desc(plan, &d)) return TN_STATUS_INTERNAL;
+    d.pipeline = 1;
+    d.grid = grid;
+    d.ctas_per_sm = 0;
+    return replay_desc(ctx, f, rows, cols, &d, plan);
 }
 
 /* Runs one case; 0 if a forced kind (or the field set) was refused, saying why, else 1. */
@@ -145,12 +166,17 @@ static int run_case(tn_context *ctx, const gpu_case *c) {
     if (c->row_tiers) snprintf(label + strlen(label), sizeof label - strlen(label), " (row tiers)");
     if (c->out_offset) snprintf(label + strlen(label), sizeof label - strlen(label), " out_off=%d", c->out_offset);
     if (c->in_place) snprintf(label + strlen(label), sizeof label - strlen(label), " in place");
+    if (c->pipeline_grid)
+        snprintf(label + strlen(label), sizeof label - strlen(label), " pipelined over %lld CTAs",
+                 (long long)c->pipeline_grid);
     tn_status st = tn_fusion_builtin(ctx, c->op, &bo, &f);
     tn_plan_options po = {0, NULL, c->kind, 0, c->row_tiers};
     if (st == TN_STATUS_OK) st = tn_plan_create(ctx, f, c->rows, c->cols, &po, &plan);
     if (st == TN_STATUS_OK && c->set) st = replay_with(ctx, f, c->rows, c->cols, c->set, !c->set_off, &plan);
     if (st == TN_STATUS_OK && c->stages)
         st = replay_staged(ctx, f, c->rows, c->cols, c->stages, c->shared, c->col_cache, &plan);
+    if (st == TN_STATUS_OK && c->pipeline_grid)
+        st = replay_pipelined(ctx, f, c->rows, c->cols, c->pipeline_grid, &plan);
     if (st == TN_STATUS_OK) tn_gpu_plan_kind(plan, kind, sizeof kind);
     tn_check_result r;
     memset(&r, 0, sizeof r);
@@ -186,6 +212,8 @@ static int run_case(tn_context *ctx, const gpu_case *c) {
         if (!bad && c->shared && grid != (c->shared == 2 ? (c->rows + 2) / 3 : c->rows) * cl)
             bad = "the shared-slice plan launched another grid", st = TN_STATUS_INTERNAL;
     }
+    if (st == TN_STATUS_OK && c->pipeline_grid && (!described_ok || !strstr(described, "\"pipeline\": 1")))
+        bad = "the plan that ran is not pipelined", st = TN_STATUS_INTERNAL;
     /* Whether the plan that runs keeps its slices in shared memory (forced, or the scheduler's choice). */
     const int ran_shared = st == TN_STATUS_OK && strstr(described, "\"shared_slice\": 1");
     if (ran_shared && !c->shared) snprintf(kind + strlen(kind), sizeof kind - strlen(kind), "+ss");
@@ -385,6 +413,25 @@ static void run_uneven_slices(tn_context *ctx, int quick) {
                        0, 0, 0, 0, 0, 0, 0, 1};
         run_case(ctx, &in);
     }
+}
+
+/* Register plans pipelined over a persistent grid (tune's candidate: each CTA loads its next row group's
+   vectors before it reduces and stores this one, the COL vectors once): rows that end mid-group, grids of a
+   few CTAs (many row groups each) and of more CTAs than row groups (some take none), rows of a warp or less
+   (several a warp), saved statistics, in place, launched for fewer rows; every op. */
+static void run_pipelined(tn_context *ctx, int quick) {
+    static const struct { int64_t rows, cols, grid; tn_dtype dt; int stats, in_place; int64_t launch; } v[] = {
+        {65536, 512, 1056, TN_DTYPE_BF16, 0, 0, 0},  {16384, 1024, 7, TN_DTYPE_BF16, 1, 0, 0},
+        {1001, 2048, 132, TN_DTYPE_F16, 0, 0, 0},    {3, 512, 132, TN_DTYPE_BF16, 0, 0, 0},
+        {100000, 96, 264, TN_DTYPE_F32, 1, 0, 0},    {777, 4096, 13, TN_DTYPE_BF16, 0, 1, 0},
+        {20000, 1000, 264, TN_DTYPE_F32, 0, 0, 0},   {4096, 8192, 132, TN_DTYPE_BF16, 0, 0, 1000}};
+    for (int op = 0; op < TN_BUILTIN_COUNT; op++)
+        for (int i = 0; i < (int)(sizeof v / sizeof v[0]); i++) {
+            if (quick && i % 2) continue;
+            gpu_case c = {(tn_builtin)op, v[i].dt, v[i].dt, v[i].dt, v[i].stats && op != TN_BUILTIN_SOFTMAX, v[i].rows,
+                          v[i].cols, "register", 0, 0, NULL, 0, 0, 0, 0, v[i].launch, 0, 0, v[i].in_place, v[i].grid};
+            run_case(ctx, &c);
+        }
 }
 
 /* Launch-time errors must be reported, never crash or write. */
@@ -784,6 +831,7 @@ int main(int argc, char **argv) {
             run_case(ctx, &u);
         }
         run_row_tiers(ctx, 1);
+        run_pipelined(ctx, 1);
         run_peeled(ctx, 1);
         run_in_place(ctx, 1);
         check_carry(ctx, props.cc_major >= 9, 1);
@@ -818,6 +866,7 @@ int main(int argc, char **argv) {
     run_peeled(ctx, quick || sanitize);
     run_in_place(ctx, quick || sanitize);
     if (props.cc_major >= 9) run_uneven_slices(ctx, quick || sanitize);
+    run_pipelined(ctx, quick || sanitize);
     /* Mixed dtypes, saved statistics, f8 outputs. */
     const int64_t mixed_cols[] = {4096, 4097, 8192};
     for (int op = 0; op < TN_BUILTIN_COUNT; op++)
