@@ -292,12 +292,25 @@ static int candidates_register(const tn_schedule_request *r, const tn_plan_desc 
 }
 
 /* q: register plan p pipelined (plan field pipeline): a persistent grid of as many CTAs as the SMs hold
-   with two row groups' vectors a thread (this one's and the next one's), at most 8 vectors each, every CTA
+   with two row groups' vectors a thread (this one's and the next one's), at most 4 vectors each (a thread of
+   more already has enough bytes in flight; layernorm at 8 spilled under the estimate), every CTA
    taking at least two row groups; compiled for that many CTAs an SM. 0 where that does not hold. A tune
    candidate (not yet measured: the scheduler does not choose it). */
 static int register_pipelined(const tn_schedule_request *r, const tn_plan_desc *p, tn_plan_desc *q) {
-    if (p->peel || p->batch > 8) return 0;
-    const int64_t per_sm = ctas_an_sm(r->props, row_regs(r, p->vec, 2 * p->batch), p->block_threads);
+    /* ... and of 16-byte vectors (rows of 32-byte ones, beside f8 outputs, already took stack and spilled
+       pipelined). */
+    const int inputs = r->analysis->num_stage_inputs ? r->analysis->num_stage_inputs : 1;
+    if (p->peel || p->batch > 4 || p->vec * r->analysis->buffer_elem_bytes > 16 * inputs) return 0;
+    /* Beside the row's registers: the next row group's raw vectors of every ROW input, the COL vectors held across
+       the loop (where a thread has two vectors or fewer) in their own dtypes, and carried values (a review
+       found 34 mixed-dtype candidates spilling when only twice the row's share was counted). */
+    const tn_analysis *a = r->analysis;
+    const int64_t next = p->batch * ceil_div((int64_t)p->vec * a->buffer_elem_bytes, 4);
+    const int64_t cols = p->batch <= 2 ? p->batch * ceil_div((int64_t)p->vec * a->col_elem_bytes, 4) : 0;
+    const int64_t carried = p->carry ? tn_plan_carry_floats(p, a->num_carried) : 0;
+    const int64_t regs = row_regs(r, p->vec, p->batch) + next + cols + carried;
+    if (regs > regs_cap(r->props, p->block_threads)) return 0;
+    const int64_t per_sm = ctas_an_sm(r->props, regs, p->block_threads);
     const int64_t groups = ceil_div(r->rows, p->rows_per_cta), grid = per_sm * r->props->sm_count;
     if (per_sm < 1 || per_sm > 32 || groups < 2 * grid) return 0;
     *q = *p;

@@ -238,8 +238,9 @@ static void compile_shared_slices(tn_context *ctx, tn_builtin op, tn_dtype dt, i
 /* Every pipelined register candidate of tune's for op at [m, n] in dtype dt (a persistent grid, the next row
    group's vectors loaded ahead): replayed, compiled without spills, the source loading the next row group into
    nb before this one's reductions and keeping the COL vectors from before the loop where they are in registers. */
-static void compile_pipelined(tn_context *ctx, tn_builtin op, tn_dtype dt, int64_t m, int64_t n, int *count) {
-    tn_builtin_options o = {dt, dt, dt, op == TN_BUILTIN_LAYERNORM};
+static void compile_pipelined(tn_context *ctx, tn_builtin op, tn_dtype dt, tn_dtype w, tn_dtype out, int64_t m,
+                              int64_t n, int *count) {
+    tn_builtin_options o = {dt, w, out, op == TN_BUILTIN_LAYERNORM};
     tn_fusion *f = NULL;
     tn_fusion_builtin(ctx, op, &o, &f);
     tn_analysis a;
@@ -546,9 +547,13 @@ void test_compile(void) {
     compile_carry(ctx, TN_DTYPE_BF16, 4096, 131080, "cluster", &plans);
     check_uneven_source(ctx);
     for (int op = 0; op < TN_BUILTIN_COUNT; op++) {
-        compile_pipelined(ctx, (tn_builtin)op, TN_DTYPE_BF16, 65536, 512, &plans);
-        compile_pipelined(ctx, (tn_builtin)op, TN_DTYPE_BF16, 16384, 4096, &plans);
-        compile_pipelined(ctx, (tn_builtin)op, TN_DTYPE_F32, 100000, 96, &plans);
+        const tn_dtype b = TN_DTYPE_BF16, s = TN_DTYPE_F32;
+        compile_pipelined(ctx, (tn_builtin)op, b, b, b, 65536, 512, &plans);
+        compile_pipelined(ctx, (tn_builtin)op, b, b, b, 16384, 4096, &plans);
+        compile_pipelined(ctx, (tn_builtin)op, s, s, s, 100000, 96, &plans);
+        /* Mixed dtypes: f32 weights held across the loop and f32 outputs beside bf16 rows. */
+        compile_pipelined(ctx, (tn_builtin)op, b, s, s, 65536, 512, &plans);
+        compile_pipelined(ctx, (tn_builtin)op, b, s, b, 32768, 2048, &plans);
     }
     check_ptx(ctx, "tma", 4096, 8192);
     check_ptx(ctx, "tma-ws", 16384, 4096);

@@ -416,21 +416,33 @@ static void run_uneven_slices(tn_context *ctx, int quick) {
 }
 
 /* Register plans pipelined over a persistent grid (tune's candidate: each CTA loads its next row group's
-   vectors before it reduces and stores this one, the COL vectors once): rows that end mid-group, grids of a
-   few CTAs (many row groups each) and of more CTAs than row groups (some take none), rows of a warp or less
-   (several a warp), saved statistics, in place, launched for fewer rows; every op. */
+   vectors before it reduces and stores this one, the COL vectors once): row counts that end mid-row-group,
+   grids of a few CTAs (many row groups each) and of more CTAs than row groups (some take none), rows of a warp
+   or less (several a warp), saved statistics, f32 weights beside bf16 rows, in place, launched for fewer rows
+   (a grid cut mid-group), softmax with and without carry; every op. quick (the sanitizers): the cases marked. */
 static void run_pipelined(tn_context *ctx, int quick) {
-    static const struct { int64_t rows, cols, grid; tn_dtype dt; int stats, in_place; int64_t launch; } v[] = {
-        {65536, 512, 1056, TN_DTYPE_BF16, 0, 0, 0},  {16384, 1024, 7, TN_DTYPE_BF16, 1, 0, 0},
-        {1001, 2048, 132, TN_DTYPE_F16, 0, 0, 0},    {3, 512, 132, TN_DTYPE_BF16, 0, 0, 0},
-        {100000, 96, 264, TN_DTYPE_F32, 1, 0, 0},    {777, 4096, 13, TN_DTYPE_BF16, 0, 1, 0},
-        {20000, 1000, 264, TN_DTYPE_F32, 0, 0, 0},   {4096, 8192, 132, TN_DTYPE_BF16, 0, 0, 1000}};
+    static const struct { int64_t rows, cols, grid; tn_dtype dt, w; int stats, in_place; int64_t launch; int quick; } v[] = {
+        {65536, 512, 1056, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 0, 0, 0},
+        {65536, 512, 1056, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 0, 1001, 1},
+        {16384, 1024, 7, TN_DTYPE_BF16, TN_DTYPE_BF16, 1, 0, 0, 1},
+        {1001, 2048, 132, TN_DTYPE_F16, TN_DTYPE_F16, 0, 0, 0, 0},
+        {3, 512, 132, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 0, 0, 1},
+        {100000, 96, 264, TN_DTYPE_F32, TN_DTYPE_F32, 1, 0, 0, 0},
+        {100003, 96, 264, TN_DTYPE_F32, TN_DTYPE_F32, 0, 0, 0, 1},
+        {777, 4096, 13, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 1, 0, 1},
+        {20000, 1000, 264, TN_DTYPE_BF16, TN_DTYPE_F32, 1, 0, 0, 0},
+        {4096, 8192, 132, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 0, 1000, 0}};
     for (int op = 0; op < TN_BUILTIN_COUNT; op++)
         for (int i = 0; i < (int)(sizeof v / sizeof v[0]); i++) {
-            if (quick && i % 2) continue;
-            gpu_case c = {(tn_builtin)op, v[i].dt, v[i].dt, v[i].dt, v[i].stats && op != TN_BUILTIN_SOFTMAX, v[i].rows,
+            if (quick && !v[i].quick) continue;
+            const tn_dtype out = v[i].w == TN_DTYPE_F32 ? TN_DTYPE_F32 : v[i].dt;
+            gpu_case c = {(tn_builtin)op, v[i].dt, v[i].w, out, v[i].stats && op != TN_BUILTIN_SOFTMAX, v[i].rows,
                           v[i].cols, "register", 0, 0, NULL, 0, 0, 0, 0, v[i].launch, 0, 0, v[i].in_place, v[i].grid};
             run_case(ctx, &c);
+            if (op == TN_BUILTIN_SOFTMAX && !quick) { /* its register plans carry exp: also without */
+                c.set = "carry", c.set_off = 1;
+                run_case(ctx, &c);
+            }
         }
 }
 
