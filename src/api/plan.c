@@ -169,6 +169,13 @@ static tn_status build_variant(tn_plan *plan, tn_variant *var, const tn_plan_des
     var->num_launches = tn_plan_desc_launches(desc, var->launches);
     for (int i = 0; i < var->num_launches && ctx->has_gpu && st == TN_STATUS_OK; i++) {
         st = tn_kernel_function(ctx, k, &var->launches[i], &var->fns[i]);
+        /* A cluster over the portable size runs only where the driver places one at all (GPCs of fewer SMs, or
+           a CTA too large for 16 of them in a GPC). */
+        if (st == TN_STATUS_OK && var->launches[i].cluster > TN_MAX_CLUSTER &&
+            tn_max_active_clusters(ctx, var->fns[i], &var->launches[i]) < 1)
+            st = tn_set_error(ctx, TN_STATUS_UNSUPPORTED, "plan: the driver places no cluster of %d CTAs of %d "
+                              "threads and %d bytes of shared memory on this GPU", var->launches[i].cluster,
+                              var->launches[i].block, var->launches[i].smem_bytes);
         if (st == TN_STATUS_OK && var->launches[i].cluster > 1) persistent_clusters(plan, desc, var, i);
     }
     if (st != TN_STATUS_OK) {

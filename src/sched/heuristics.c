@@ -897,7 +897,8 @@ static int cluster_ctas_per_sm(const tn_schedule_request *r, const tn_plan_desc 
    chip like their powers of two). */
 static int cluster_layout(const tn_schedule_request *r, tn_plan_desc *p, int cl, int t, int slice_in_regs) {
     const int64_t nv = p->cols / p->vec, nvl = tn_cluster_slice_vectors(nv, cl);
-    if (cl > TN_MAX_CLUSTER || (r->max_cluster && cl > r->max_cluster) || !tn_cluster_slices_fit(nv, cl) || t < 32 ||
+    if (cl > tn_max_cluster(r->props->cc_major) || (r->max_cluster && cl > r->max_cluster) ||
+        !tn_cluster_slices_fit(nv, cl) || t < 32 ||
         t > r->props->max_threads_per_block)
         return 0;
     const int batch = (int)ceil_div(nvl, t);
@@ -1432,7 +1433,7 @@ static int check_cluster(const tn_plan_desc *p, const tn_analysis *a, const tn_d
     const int64_t nv = p->cols / p->vec;
     if (!tn_cluster_slices_fit(nv, p->cluster))
         REJECT("plan: cluster %d must be 2 to %d CTAs, each a slice of at least one whole vector (%lld vectors a row)",
-               p->cluster, TN_MAX_CLUSTER, (long long)nv);
+               p->cluster, tn_max_cluster(d->cc_major), (long long)nv);
     if (p->rows_per_cta != 1) REJECT("plan: a cluster plan takes one row per cluster");
     if (p->grid > p->rows * p->cluster)
         REJECT("plan: grid %lld is more than a cluster of %d for each of the %lld rows", (long long)p->grid, p->cluster,
@@ -1509,6 +1510,20 @@ static int candidates_cluster(const tn_schedule_request *r, const tn_plan_desc *
                 if (n < cap && (q.ctas_per_sm = shared_slice_bound(r, &q))) out[n++] = q;
             }
         }
+    /* Few rows (a cluster of 16 each on at most 4 CTAs an SM): clusters of 16 CTAs, the non-portable size, slices
+       in registers, with and without the launch bound (the scheduler keeps to 8 until they are measured; the plan
+       build refuses them where the driver places none); up to 512 threads (the exchange with 15 others spilled
+       8 bytes under 1024 threads' 64 registers: layernorm 1 x 262144). */
+    for (int t = 32; t <= 512 && n < cap && r->rows * TN_MAX_CLUSTER_NONPORTABLE <= 4LL * r->props->sm_count; t *= 2) {
+        tn_plan_desc p = *base;
+        if (ceil_div(tn_cluster_slice_vectors(base->cols / base->vec, TN_MAX_CLUSTER_NONPORTABLE), t) > 32 ||
+            !cluster_shape(r, &p, TN_MAX_CLUSTER_NONPORTABLE, t))
+            continue;
+        out[n++] = p;
+        tn_plan_desc q = p;
+        q.ctas_per_sm = p.ctas_per_sm ? 0 : (int)min_i64(slice_ctas_an_sm(r, &p), 4);
+        if (n < cap && q.ctas_per_sm >= 2 && q.ctas_per_sm != p.ctas_per_sm) out[n++] = q;
+    }
     return n;
 }
 

@@ -230,6 +230,8 @@ int tn_plan_desc_parse(const char *json, tn_plan_desc *out, char *err, size_t er
     return 1;
 }
 
+int tn_max_cluster(int cc_major) { return cc_major >= 9 ? TN_MAX_CLUSTER_NONPORTABLE : 1; }
+
 int64_t tn_cluster_slice_vectors(int64_t nv, int cluster) { return cluster > 0 ? (nv + cluster - 1) / cluster : 0; }
 
 int tn_cluster_slices_fit(int64_t nv, int cluster) {
@@ -277,8 +279,8 @@ int tn_plan_desc_check(const tn_plan_desc *p, const tn_analysis *a, const tn_dev
     if ((int64_t)p->threads_per_row * p->rows_per_cta + tn_plan_producer_threads(p) != p->block_threads)
         REJECT("plan: block_threads %d must be threads_per_row %d * rows_per_cta %d + %d producer threads",
                p->block_threads, p->threads_per_row, p->rows_per_cta, tn_plan_producer_threads(p));
-    if (p->cluster < 1 || p->cluster > TN_MAX_CLUSTER || p->grid % p->cluster)
-        REJECT("plan: cluster %d must be in [1, %d] and divide grid %lld", p->cluster, TN_MAX_CLUSTER,
+    if (p->cluster < 1 || p->cluster > tn_max_cluster(props->cc_major) || p->grid % p->cluster)
+        REJECT("plan: cluster %d must be in [1, %d] and divide grid %lld", p->cluster, tn_max_cluster(props->cc_major),
                (long long)p->grid);
     if (p->batch < 1 || p->batch > 64) REJECT("plan: batch %d must be in [1, 64]", p->batch);
     if (p->ctas_per_sm < 0 || (int64_t)p->ctas_per_sm * p->block_threads > props->max_threads_per_sm)

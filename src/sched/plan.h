@@ -19,7 +19,12 @@ typedef enum tn_plan_kind {
 } tn_plan_kind;
 
 #define TN_MAX_STAGES 32
-#define TN_MAX_CLUSTER 8 /* the portable cluster size */
+#define TN_MAX_CLUSTER 8 /* the portable cluster size: the most the scheduler chooses */
+/* The most a plan may have on sm_90: tune's candidates of 16 CTAs, launched with the non-portable attribute
+   where the driver says such clusters run at all (the plan build asks it and refuses them otherwise). */
+#define TN_MAX_CLUSTER_NONPORTABLE 16
+/* The largest cluster a plan may have on a device of compute capability major.minor. */
+int tn_max_cluster(int cc_major);
 
 typedef struct tn_plan_desc {
     tn_plan_kind kind;

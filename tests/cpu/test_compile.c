@@ -275,6 +275,39 @@ static void compile_pipelined(tn_context *ctx, tn_builtin op, tn_dtype dt, tn_dt
     tn_fusion_destroy(f);
 }
 
+/* tune's candidates in clusters of 16 CTAs (non-portable) for op at [m, n]: compiled without spills, the
+   exchange's st.async in the PTX. */
+static void compile_sixteen(tn_context *ctx, tn_builtin op, int64_t m, int64_t n, int *count) {
+    tn_builtin_options o = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0};
+    tn_fusion *f = NULL;
+    tn_fusion_builtin(ctx, op, &o, &f);
+    tn_analysis a;
+    tn_analyze(f, &a);
+    static tn_plan_desc c[512];
+    tn_schedule_request req = {&a, m, n, 16, -1, &ctx->props};
+    const int nc = tn_schedule_candidates(&req, c, 512);
+    int found = 0;
+    for (int k = 0; k < nc; k++) {
+        if (c[k].cluster != TN_MAX_CLUSTER_NONPORTABLE) continue;
+        found++;
+        tn_plan *plan = replay_candidate(ctx, f, m, n, &c[k], "cluster of 16");
+        if (!plan) continue;
+        tn_resources r;
+        tn_plan_resources(plan, &r);
+        char *src = test_describe(plan, TN_DESCRIBE_SOURCE), *ptx = ptx_of(src);
+        CHECK(r.spill_store_bytes == 0 && r.stack_bytes == 0 && strstr(src, "constexpr int CL = 16") &&
+                  strstr(ptx, "st.async.shared::cluster"),
+              "cluster of 16 %s %lldx%lld (%d x %d): %d spill bytes", tn_builtin_name(op), (long long)m, (long long)n,
+              c[k].threads_per_row, c[k].batch, r.spill_store_bytes);
+        free(ptx);
+        free(src);
+        tn_plan_destroy(plan);
+        (*count)++;
+    }
+    CHECK(found > 0, "no candidates in clusters of 16 for %s %lldx%lld", tn_builtin_name(op), (long long)m, (long long)n);
+    tn_fusion_destroy(f);
+}
+
 /* A softmax plan of `kind` with carry (tune's candidate beside every register,
    cluster and tma plan of a fusion that has carried values): replayed from its
    JSON, compiled without spills, exp computed once per element (in the phase
@@ -547,6 +580,8 @@ void test_compile(void) {
     compile_carry(ctx, TN_DTYPE_BF16, 4096, 131080, "cluster", &plans);
     check_uneven_source(ctx);
     for (int op = 0; op < TN_BUILTIN_COUNT; op++) {
+        compile_sixteen(ctx, (tn_builtin)op, 1, 262144, &plans);
+        compile_sixteen(ctx, (tn_builtin)op, 3, 65544, &plans);
         const tn_dtype b = TN_DTYPE_BF16, s = TN_DTYPE_F32;
         compile_pipelined(ctx, (tn_builtin)op, b, b, b, 65536, 512, &plans);
         compile_pipelined(ctx, (tn_builtin)op, b, b, b, 16384, 4096, &plans);

@@ -42,7 +42,9 @@ static void check_invariants(const tn_plan_desc *p, const tn_analysis *a, const 
     } else if (p->kind == TN_PLAN_CLUSTER) {
         /* A row's slices in the registers of a cluster's CTAs: whole vectors, within the register cap. */
         const int64_t nv = p->cols / p->vec;
-        CHECK(p->cluster >= 2 && p->cluster <= TN_MAX_CLUSTER && tn_cluster_slices_fit(nv, p->cluster) &&
+        /* The scheduler keeps to the portable 8; tune's candidates go to 16 (non-portable, checked at build). */
+        const int most = strstr(what, "candidate") ? TN_MAX_CLUSTER_NONPORTABLE : TN_MAX_CLUSTER;
+        CHECK(p->cluster >= 2 && p->cluster <= most && tn_cluster_slices_fit(nv, p->cluster) &&
                   p->grid % p->cluster == 0 &&
                   p->grid <= p->rows * p->cluster && p->stages >= 0 && p->stages <= TN_CLUSTER_MAX_STAGES &&
                   p->smem_bytes == tn_cluster_dynamic_smem(a, p),
@@ -677,7 +679,7 @@ static void test_candidates(tn_context *ctx) {
             const int n = tn_schedule_candidates(&req, c, 512);
             CHECK(n > 0 && n < 512, "%s %lldx%lld: %d candidates", tn_builtin_name((tn_builtin)op),
                   (long long)shapes[i][0], (long long)shapes[i][1], n);
-            int carries = 0, staged = 0, bounded = 0, shared = 0, pipelined = 0;
+            int carries = 0, staged = 0, bounded = 0, shared = 0, pipelined = 0, sixteen = 0;
             for (int k = 0; k < n; k++) {
                 carries += c[k].carry;
                 staged += c[k].kind == TN_PLAN_CLUSTER && c[k].stages > 0;
@@ -688,6 +690,7 @@ static void test_candidates(tn_context *ctx) {
                 shared += c[k].shared_slice;
                 bounded += c[k].kind == TN_PLAN_REGISTER && c[k].ctas_per_sm > 0;
                 pipelined += c[k].pipeline;
+                sixteen += c[k].cluster == TN_MAX_CLUSTER_NONPORTABLE;
             }
             /* Rows a cluster loops over come with staged slices; register plans with and without a bound. */
             CHECK(shapes[i][0] < 1000 || shapes[i][1] < 32768 || staged > 0, "%s %lldx%lld: no staged cluster "
@@ -696,6 +699,10 @@ static void test_candidates(tn_context *ctx) {
                   tn_builtin_name((tn_builtin)op), (long long)shapes[i][0], (long long)shapes[i][1]);
             CHECK(shapes[i][1] > 32768 || bounded > 0, "%s %lldx%lld: no bound register candidates",
                   tn_builtin_name((tn_builtin)op), (long long)shapes[i][0], (long long)shapes[i][1]);
+            /* Few long rows come in clusters of 16 too (non-portable), many rows never. */
+            CHECK(shapes[i][0] * 16 <= 4 * d.sm_count && shapes[i][1] >= 65536 ? sixteen > 0 : sixteen == 0,
+                  "%s %lldx%lld: %d candidates in clusters of 16", tn_builtin_name((tn_builtin)op),
+                  (long long)shapes[i][0], (long long)shapes[i][1], sixteen);
             /* Register plans of many row groups come pipelined too (16384 x 1024: 4096 groups of 4 rows). */
             CHECK(shapes[i][0] < 16384 || shapes[i][1] > 4096 || pipelined > 0, "%s %lldx%lld: no pipelined "
                   "candidates", tn_builtin_name((tn_builtin)op), (long long)shapes[i][0], (long long)shapes[i][1]);
@@ -837,6 +844,27 @@ static void test_pipeline(tn_context *ctx) {
     for (int k = 0, n8 = tn_schedule_candidates(&r8, c, 512); k < n8; k++)
         CHECK(!c[k].pipeline, "a pipelined candidate of 32-byte vectors (vec %d)", c[k].vec);
     tn_fusion_destroy(f8);
+    /* Clusters: 16 CTAs only on sm_90 (non-portable), never more; none on the A100. */
+    tn_fusion_destroy(f);
+    tn_fusion_builtin(ctx, TN_BUILTIN_RMSNORM, &o, &f);
+    tn_analyze(f, &a);
+    tn_schedule_request few = {&a, 1, 262144, 16, TN_PLAN_CLUSTER, &d};
+    CHECK(tn_schedule(&few, &p, err, sizeof err) && p.cluster <= TN_MAX_CLUSTER, "rmsnorm 1x262144: %s", p.why);
+    p.cluster = 16, p.grid = 16, p.threads_per_row = p.block_threads = 256, p.batch = 8, p.ctas_per_sm = 0;
+    CHECK(tn_plan_desc_check(&p, &a, &d, 16, err, sizeof err), "16 CTAs on the H200: %s", err);
+    p.cluster = 32, p.grid = 32, p.batch = 4;
+    CHECK(!tn_plan_desc_check(&p, &a, &d, 16, err, sizeof err) && strstr(err, "cluster 32"), "32 CTAs: %s", err);
+    tn_device_props a100;
+    tn_device_props_for_target("a100", &a100);
+    p.cluster = 16, p.grid = 16, p.batch = 8, p.cc = 80;
+    CHECK(!tn_plan_desc_check(&p, &a, &a100, 16, err, sizeof err), "16 CTAs on the A100 accepted");
+    few.props = &a100;
+    CHECK(tn_schedule_candidates(&few, c, 512) > 0, "A100 candidates");
+    for (int k = 0, n100 = tn_schedule_candidates(&few, c, 512); k < n100; k++)
+        CHECK(c[k].cluster == 1, "an A100 candidate in clusters of %d", c[k].cluster);
+    tn_fusion_destroy(f);
+    tn_fusion_builtin(ctx, TN_BUILTIN_ADD_RMSNORM, &o, &f);
+    tn_analyze(f, &a);
     req.rows = 1000;
     req.cols = 131072;
     req.kind = TN_PLAN_CLUSTER;

@@ -50,6 +50,7 @@ typedef struct gpu_case {
     int out_offset;      /* the outputs this many bytes further from a 16-byte boundary than the inputs */
     int in_place;        /* the outputs written over the inputs (y over x, h over residual) */
     int64_t pipeline_grid; /* a register plan replayed pipelined (plan field pipeline) over this many CTAs, if > 0 */
+    const tn_plan_desc *desc; /* this plan (a tune candidate) replayed instead of the scheduler's, if set */
 } gpu_case;
 
 /* The plan's JSON (the caller frees it); the plan destroyed. */
@@ -177,12 +178,20 @@ static int run_case(tn_context *ctx, const gpu_case *c) {
         st = replay_staged(ctx, f, c->rows, c->cols, c->stages, c->shared, c->col_cache, &plan);
     if (st == TN_STATUS_OK && c->pipeline_grid)
         st = replay_pipelined(ctx, f, c->rows, c->cols, c->pipeline_grid, &plan);
+    if (st == TN_STATUS_OK && c->desc) {
+        tn_plan_destroy(plan);
+        plan = NULL;
+        st = replay_desc(ctx, f, c->rows, c->cols, c->desc, &plan);
+        snprintf(label + strlen(label), sizeof label - strlen(label), " candidate: cluster %d x %d threads x %d%s",
+                 c->desc->cluster, c->desc->threads_per_row, c->desc->batch, c->desc->ctas_per_sm ? " bound" : "");
+    }
     if (st == TN_STATUS_OK) tn_gpu_plan_kind(plan, kind, sizeof kind);
     tn_check_result r;
     memset(&r, 0, sizeof r);
     /* A forced kind may refuse a shape it cannot run, saying why (a tma row beyond shared memory). */
     if ((c->kind && st == TN_STATUS_UNSUPPORTED && strstr(tn_context_last_error(ctx), c->kind)) ||
         (c->set && st == TN_STATUS_INVALID_ARGUMENT && strstr(tn_context_last_error(ctx), c->set)) ||
+        (c->desc && st == TN_STATUS_UNSUPPORTED && strstr(tn_context_last_error(ctx), "places no cluster")) ||
         (c->col_cache && c->op == TN_BUILTIN_SOFTMAX && st == TN_STATUS_INVALID_ARGUMENT && /* no COL input */
          strstr(tn_context_last_error(ctx), "col_cache")) ||
         (c->stages && !c->shared && st == TN_STATUS_INVALID_ARGUMENT && /* a shared slice always fits: no refusal */
@@ -443,6 +452,34 @@ static void run_pipelined(tn_context *ctx, int quick) {
                 c.set = "carry", c.set_off = 1;
                 run_case(ctx, &c);
             }
+        }
+}
+
+/* tune's candidates in clusters of 16 CTAs (non-portable, few long rows), every op: checked where the driver
+   places such a cluster, refused with the reason where it does not. */
+static void run_sixteen(tn_context *ctx, int quick) {
+    static const int64_t shapes[][2] = {{1, 262144}, {3, 65544}, {8, 131072}, {33, 100008}};
+    static tn_plan_desc c[512];
+    tn_device_props props;
+    tn_context_device_props(ctx, &props);
+    for (int op = 0; op < TN_BUILTIN_COUNT; op++)
+        for (int i = 0; i < 4; i++) {
+            if (quick && (op + i) % 2) continue;
+            tn_builtin_options bo = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0};
+            tn_fusion *f = NULL;
+            tn_fusion_builtin(ctx, (tn_builtin)op, &bo, &f);
+            tn_analysis a;
+            tn_analyze(f, &a);
+            tn_schedule_request req = {&a, shapes[i][0], shapes[i][1], 16, -1, &props};
+            const int n = tn_schedule_candidates(&req, c, 512);
+            for (int k = 0; k < n; k++) {
+                if (c[k].cluster != TN_MAX_CLUSTER_NONPORTABLE) continue;
+                gpu_case g = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, shapes[i][0],
+                              shapes[i][1], "cluster", 0, 0};
+                g.desc = &c[k];
+                run_case(ctx, &g);
+            }
+            tn_fusion_destroy(f);
         }
 }
 
@@ -879,6 +916,7 @@ int main(int argc, char **argv) {
     run_in_place(ctx, quick || sanitize);
     if (props.cc_major >= 9) run_uneven_slices(ctx, quick || sanitize);
     run_pipelined(ctx, quick || sanitize);
+    if (props.cc_major >= 9) run_sixteen(ctx, quick || sanitize);
     /* Mixed dtypes, saved statistics, f8 outputs. */
     const int64_t mixed_cols[] = {4096, 4097, 8192};
     for (int op = 0; op < TN_BUILTIN_COUNT; op++)
