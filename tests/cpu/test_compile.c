@@ -169,6 +169,19 @@ static void compile_staged(tn_context *ctx, tn_builtin op, int64_t m, int64_t n,
     tn_fusion_destroy(f);
 }
 
+/* tune's candidates for op at [m, n] (inputs of dtype dt, weights of w, outputs of out, statistics where
+   `stats`) into c[512]; *f gets the fusion (the caller destroys it). */
+static int candidates_of(tn_context *ctx, tn_builtin op, tn_dtype dt, tn_dtype w, tn_dtype out, int stats, int64_t m,
+                         int64_t n, tn_fusion **f, tn_plan_desc *c) {
+    tn_builtin_options o = {dt, w, out, stats};
+    *f = NULL;
+    tn_fusion_builtin(ctx, op, &o, f);
+    tn_analysis a;
+    tn_analyze(*f, &a);
+    tn_schedule_request req = {&a, m, n, 16, -1, &ctx->props};
+    return tn_schedule_candidates(&req, c, 512);
+}
+
 /* Candidate d of tune's replayed from its JSON as a plan (NULL, a failed check, if refused). */
 static tn_plan *replay_candidate(tn_context *ctx, tn_fusion *f, int64_t m, int64_t n, const tn_plan_desc *d,
                                  const char *what) {
@@ -193,14 +206,9 @@ static tn_plan *replay_candidate(tn_context *ctx, tn_fusion *f, int64_t m, int64
    without spills, each COL vector read from the cache. */
 static void compile_shared_slices(tn_context *ctx, tn_builtin op, tn_dtype dt, int64_t m, int64_t n, int cols,
                                   int *count) {
-    tn_builtin_options o = {dt, dt, dt, 0};
-    tn_fusion *f = NULL;
-    tn_fusion_builtin(ctx, op, &o, &f);
-    tn_analysis a;
-    tn_analyze(f, &a);
     static tn_plan_desc c[512];
-    tn_schedule_request req = {&a, m, n, 16, -1, &ctx->props};
-    const int nc = tn_schedule_candidates(&req, c, 512);
+    tn_fusion *f;
+    const int nc = candidates_of(ctx, op, dt, dt, dt, 0, m, n, &f, c);
     int found = 0;
     for (int k = 0; k < nc; k++) {
         if (!(cols ? c[k].col_cache : c[k].shared_slice)) continue;
@@ -240,14 +248,9 @@ static void compile_shared_slices(tn_context *ctx, tn_builtin op, tn_dtype dt, i
    nb before this one's reductions and keeping the COL vectors from before the loop where they are in registers. */
 static void compile_pipelined(tn_context *ctx, tn_builtin op, tn_dtype dt, tn_dtype w, tn_dtype out, int64_t m,
                               int64_t n, int *count) {
-    tn_builtin_options o = {dt, w, out, op == TN_BUILTIN_LAYERNORM};
-    tn_fusion *f = NULL;
-    tn_fusion_builtin(ctx, op, &o, &f);
-    tn_analysis a;
-    tn_analyze(f, &a);
     static tn_plan_desc c[512];
-    tn_schedule_request req = {&a, m, n, 16, -1, &ctx->props};
-    const int nc = tn_schedule_candidates(&req, c, 512);
+    tn_fusion *f;
+    const int nc = candidates_of(ctx, op, dt, w, out, op == TN_BUILTIN_LAYERNORM, m, n, &f, c);
     int found = 0;
     for (int k = 0; k < nc; k++) {
         if (!c[k].pipeline) continue;
@@ -278,14 +281,9 @@ static void compile_pipelined(tn_context *ctx, tn_builtin op, tn_dtype dt, tn_dt
 /* tune's candidates in clusters of 16 CTAs (non-portable) for op at [m, n]: compiled without spills, the
    exchange's st.async in the PTX. */
 static void compile_sixteen(tn_context *ctx, tn_builtin op, int64_t m, int64_t n, int *count) {
-    tn_builtin_options o = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0};
-    tn_fusion *f = NULL;
-    tn_fusion_builtin(ctx, op, &o, &f);
-    tn_analysis a;
-    tn_analyze(f, &a);
     static tn_plan_desc c[512];
-    tn_schedule_request req = {&a, m, n, 16, -1, &ctx->props};
-    const int nc = tn_schedule_candidates(&req, c, 512);
+    tn_fusion *f;
+    const int nc = candidates_of(ctx, op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, m, n, &f, c);
     int found = 0;
     for (int k = 0; k < nc; k++) {
         if (c[k].cluster != TN_MAX_CLUSTER_NONPORTABLE) continue;
