@@ -306,9 +306,14 @@ static void run_peeled(tn_context *ctx, int quick) {
                         int widest = (int)tn_dtype_size(dts[d].in);
                         if ((int)tn_dtype_size(dts[d].w) > widest) widest = (int)tn_dtype_size(dts[d].w);
                         if ((int)tn_dtype_size(dts[d].out) > widest) widest = (int)tn_dtype_size(dts[d].out);
+                        /* The outputs alone by the widest of theirs (add_rmsnorm's sum has the input's dtype:
+                           an f8 output's one byte would leave it misaligned). */
+                        int outs_shift = (int)tn_dtype_size(dts[d].out);
+                        if (op == TN_BUILTIN_ADD_RMSNORM && (int)tn_dtype_size(dts[d].in) > outs_shift)
+                            outs_shift = (int)tn_dtype_size(dts[d].in);
                         gpu_case c = {(tn_builtin)op, dts[d].in, dts[d].w, dts[d].out, 0, rows[ri], cols[ci], NULL, 0,
                                       shift == 1 ? widest : 0, NULL, 0, 0, 0, 0, 0, 0,
-                                      shift == 2 ? (int)tn_dtype_size(dts[d].out) : 0};
+                                      shift == 2 ? outs_shift : 0};
                         run_case(ctx, &c);
                     }
 }

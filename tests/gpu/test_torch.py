@@ -619,11 +619,12 @@ def check_many_row_counts(n=4096, counts=1000):
     made = after["created"] - before["created"]
     doublings = (counts - 1).bit_length() + 1
     ctx = tmanorm._native.context(torch.cuda.current_device())
-    with ctx.lock:  # the kernels of this op's plan at N (earlier checks made plans of their own)
+    with ctx.lock:  # the kernels of the plan that served the sweep: earlier checks left rms_norm plans at N of
+        # their own (other dtypes, fewer rows), which only it reaches `counts` rows among
         tiers = [ctx.describe(p, tmanorm._native.DESCRIBE_TIERS) for k, p in ctx.cache.plans.items()
-                 if k[0] == "rms_norm" and k[2] == n]
+                 if k[0] == "rms_norm" and k[2] == n and ctx.cache.bounds[k] >= counts]
     kernels = {line.rsplit("kernel ", 1)[1].split()[0] for t in tiers for line in t.splitlines()[1:]}
-    print(f"row counts 1..{counts} at N = {n} ({dt}): {made} plans made, {len(tiers)} held for N, "
+    print(f"row counts 1..{counts} at N = {n} ({dt}): {made} plans made, {len(tiers)} held for N up to {counts} rows, "
           f"{len(kernels)} distinct kernels over its row tiers; {took:.2f} s, {took / counts * 1e3:.3f} ms "
           "a call, plan making included\n" + "".join(tiers), flush=True)
     report(made <= doublings, f"1000 row counts: {made} plans made (at most one a doubling, {doublings})")
