@@ -165,11 +165,18 @@ static int short_row_threads(int64_t nv) {
 /* Rows whose length or alignment leave vec below one 16-byte access of the narrowest tensor (odd N, views
    that start mid-row) may still move whole 16-byte vectors from each row's first 16-byte boundary (peel):
    every ROW tensor is then at one offset from a boundary (the launch checks it, else runs the plan made
-   without), and the row's first threads take the at most 2 vec - 2 elements outside the vectors. Not for
-   rows shorter than 4 such vectors, where the outside elements are most of the row. */
+   without), and the row's first threads take the at most 2 vec - 2 elements outside the vectors. Only where
+   the access width matters: rows over TN_CLUSTER_SHORT_ROW_BYTES (fewer instructions on a long row's critical
+   path), or more bytes than the SMs keep in flight (TN_PEEL_BYTES_AN_SM each: bandwidth-bound). bench/ab.sh on
+   the H200 (session 6): 3 x 12289 and 3 x 24579 0.70-0.90 of the unpeeled time, 1000 x 4097 0.76-0.90; but
+   3 x 1001 1.05-1.17, 3 x 4097 1.03-1.12 (layernorm), 1000 x 1001 layernorm 1.18: short rows and few bytes
+   are latency-bound, and the peel's extra elements lengthen the path. */
 static int peel_vec(const tn_schedule_request *r, const tn_plan_desc *p) {
     const int full = 16 / r->analysis->min_row_elem_size;
-    return !r->no_peel && p->vec < full && r->cols >= 4 * full ? full : 0;
+    const int64_t row_bytes = r->cols * r->analysis->buffer_elem_bytes;
+    const int matters = row_bytes > TN_CLUSTER_SHORT_ROW_BYTES ||
+                        r->rows * row_bytes >= (int64_t)TN_PEEL_BYTES_AN_SM * r->props->sm_count;
+    return !r->no_peel && p->vec < full && r->cols >= 4 * full && matters ? full : 0;
 }
 
 static int schedule_register_vec(const tn_schedule_request *r, tn_plan_desc *p, int min_t, char *err, size_t cap);

@@ -76,6 +76,9 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
    bytes: smaller ones spend more on the cluster barrier than they save. */
 #define TN_CLUSTER_FEW_ROW_BYTES (64 * 1024)
 #define TN_CLUSTER_MIN_SLICE (8 * 1024)
+/* Bytes an SM keeps in flight to hold the copy rate (H200: 4.2 TB/s over 132 SMs at ~1 us of latency): a
+   problem of fewer rows' bytes is latency-bound, and rows then keep the unpeeled plan (peel_vec). */
+#define TN_PEEL_BYTES_AN_SM (32 * 1024)
 /* Most CTAs an SM a cluster plan spreads few rows over (cluster_pick,
    spread_short_rows), with one more to spare: every cluster must run at once. */
 #define TN_CLUSTER_MAX_CTAS_AN_SM 4

@@ -437,7 +437,7 @@ static void test_peel_agreement(tn_context *ctx) {
     tn_fusion *f = NULL;
     tn_plan *plan = NULL;
     CHECK(tn_fusion_builtin(ctx, TN_BUILTIN_RMSNORM, &o, &f) == TN_STATUS_OK &&
-              tn_plan_create(ctx, f, 100, 4097, NULL, &plan) == TN_STATUS_OK, "plan: %s", tn_context_last_error(ctx));
+              tn_plan_create(ctx, f, 1000, 4097, NULL, &plan) == TN_STATUS_OK, "plan: %s", tn_context_last_error(ctx));
     char *json = test_describe(plan, TN_DESCRIBE_JSON), *tiers = test_describe(plan, TN_DESCRIBE_TIERS);
     CHECK(strstr(json, "\"peel\": 1"), "odd N peeled: %s", json);
     /* The plan for tensors that disagree is built at creation: no launch compiles (graph capture). */
