@@ -84,10 +84,9 @@ static int align_class(int align) {
    driver runs at once: launched in waves on purpose (tune's candidates), not
    a persistent grid sized by estimate. Few rows' plans are sized for one
    round and take the driver's count, which clusters_short then checks. */
-static void persistent_clusters(tn_plan *plan, const tn_plan_desc *desc, tn_variant *var, int i) {
+static void persistent_clusters(tn_plan *plan, const tn_plan_desc *desc, tn_variant *var, int i, int64_t active) {
     tn_launch_desc *l = &var->launches[i];
     if (desc->shared_slice) return;
-    const int64_t active = tn_max_active_clusters(plan->ctx, var->fns[i], l);
     const int64_t rows = desc->rows;
     const int64_t groups = rows / desc->rows_per_cta + (rows % desc->rows_per_cta != 0);
     if (active > 0 && l->grid == groups * l->cluster && groups >= 2 * active && rows * 2 > plan->ctx->props.sm_count)
@@ -169,14 +168,16 @@ static tn_status build_variant(tn_plan *plan, tn_variant *var, const tn_plan_des
     var->num_launches = tn_plan_desc_launches(desc, var->launches);
     for (int i = 0; i < var->num_launches && ctx->has_gpu && st == TN_STATUS_OK; i++) {
         st = tn_kernel_function(ctx, k, &var->launches[i], &var->fns[i]);
-        /* A cluster over the portable size runs only where the driver places one at all (GPCs of fewer SMs, or
-           a CTA too large for 16 of them in a GPC). */
-        if (st == TN_STATUS_OK && var->launches[i].cluster > TN_MAX_CLUSTER &&
-            tn_max_active_clusters(ctx, var->fns[i], &var->launches[i]) < 1)
+        if (st != TN_STATUS_OK || var->launches[i].cluster < 2) continue;
+        /* The clusters the driver runs at once: a cluster over the portable size runs only where it places one
+           at all (GPCs of fewer SMs, or a CTA too large for 16 of them in a GPC). */
+        const int64_t active = tn_max_active_clusters(ctx, var->fns[i], &var->launches[i]);
+        if (var->launches[i].cluster > TN_MAX_CLUSTER && active < 1)
             st = tn_set_error(ctx, TN_STATUS_UNSUPPORTED, "plan: the driver places no cluster of %d CTAs of %d "
                               "threads and %d bytes of shared memory on this GPU", var->launches[i].cluster,
                               var->launches[i].block, var->launches[i].smem_bytes);
-        if (st == TN_STATUS_OK && var->launches[i].cluster > 1) persistent_clusters(plan, desc, var, i);
+        else
+            persistent_clusters(plan, desc, var, i, active);
     }
     if (st != TN_STATUS_OK) {
         tn_cache_release(ctx, k);

@@ -17,8 +17,8 @@ tn_status tn_kernel_function(tn_context *ctx, const tn_kernel *k, const tn_launc
         (r = cu->FuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, l->smem_bytes)) != CUDA_SUCCESS)
         return tn_set_error(ctx, TN_STATUS_CUDA_ERROR, "kernel '%s': %d bytes of dynamic shared memory: %s", l->kernel,
                             l->smem_bytes, tn_cuda_error_text(r));
-    /* Clusters over the portable 8 CTAs (16 on sm_90) launch only once the kernel opts in. */
-    if (l->cluster > 8 &&
+    /* Clusters over the portable size (16 CTAs on sm_90) launch only once the kernel opts in. */
+    if (l->cluster > TN_MAX_CLUSTER &&
         (r = cu->FuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)) != CUDA_SUCCESS)
         return tn_set_error(ctx, TN_STATUS_UNSUPPORTED, "kernel '%s': clusters of %d CTAs (non-portable): %s",
                             l->kernel, l->cluster, tn_cuda_error_text(r));

@@ -181,14 +181,20 @@ static int peel_vec(const tn_schedule_request *r, const tn_plan_desc *p) {
 
 static int schedule_register_vec(const tn_schedule_request *r, tn_plan_desc *p, int min_t, char *err, size_t cap);
 
+/* p peeled at vec `full` (one 16-byte access of the narrowest tensor): element alignment is enough. */
+static tn_plan_desc peeled(const tn_plan_desc *p, int full) {
+    tn_plan_desc q = *p;
+    q.vec = full;
+    q.peel = 1;
+    q.align_bytes = 1;
+    return q;
+}
+
 static int schedule_register(const tn_schedule_request *r, tn_plan_desc *p, int forced, char *err, size_t cap) {
     (void)forced;
     const int full = peel_vec(r, p);
     if (full) {
-        tn_plan_desc q = *p;
-        q.vec = full;
-        q.peel = 1;
-        q.align_bytes = 1;
+        tn_plan_desc q = peeled(p, full);
         why(&q, "peel: vec %d from each row's first 16-byte boundary, the at most %d elements outside the vectors "
             "one a thread", full, 2 * full - 2);
         char peel_err[256];
@@ -289,10 +295,7 @@ static int candidates_register(const tn_schedule_request *r, const tn_plan_desc 
     int n = candidates_register_vec(r, base, out, cap);
     const int full = peel_vec(r, base);
     if (full) {
-        tn_plan_desc q = *base;
-        q.vec = full;
-        q.peel = 1;
-        q.align_bytes = 1;
+        const tn_plan_desc q = peeled(base, full);
         n += candidates_register_vec(r, &q, out + n, cap - n);
     }
     return n;
@@ -306,12 +309,12 @@ static int candidates_register(const tn_schedule_request *r, const tn_plan_desc 
 static int register_pipelined(const tn_schedule_request *r, const tn_plan_desc *p, tn_plan_desc *q) {
     /* ... and of 16-byte vectors (rows of 32-byte ones, beside f8 outputs, already took stack and spilled
        pipelined). */
-    const int inputs = r->analysis->num_stage_inputs ? r->analysis->num_stage_inputs : 1;
-    if (p->peel || p->batch > 4 || p->vec * r->analysis->buffer_elem_bytes > 16 * inputs) return 0;
+    const tn_analysis *a = r->analysis;
+    const int inputs = a->num_stage_inputs ? a->num_stage_inputs : 1;
+    if (p->peel || p->batch > 4 || p->vec * a->buffer_elem_bytes > 16 * inputs) return 0;
     /* Beside the row's registers: the next row group's raw vectors of every ROW input, the COL vectors held across
        the loop (where a thread has two vectors or fewer) in their own dtypes, and carried values (a review
        found 34 mixed-dtype candidates spilling when only twice the row's share was counted). */
-    const tn_analysis *a = r->analysis;
     const int64_t next = p->batch * ceil_div((int64_t)p->vec * a->buffer_elem_bytes, 4);
     const int64_t cols = p->batch <= 2 ? p->batch * ceil_div((int64_t)p->vec * a->col_elem_bytes, 4) : 0;
     const int64_t carried = p->carry ? tn_plan_carry_floats(p, a->num_carried) : 0;

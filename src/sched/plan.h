@@ -23,7 +23,7 @@ typedef enum tn_plan_kind {
 /* The most a plan may have on sm_90: tune's candidates of 16 CTAs, launched with the non-portable attribute
    where the driver says such clusters run at all (the plan build asks it and refuses them otherwise). */
 #define TN_MAX_CLUSTER_NONPORTABLE 16
-/* The largest cluster a plan may have on a device of compute capability major.minor. */
+/* The largest cluster a plan may have on a device of compute capability cc_major.x (1: no clusters). */
 int tn_max_cluster(int cc_major);
 
 typedef struct tn_plan_desc {
@@ -42,7 +42,8 @@ typedef struct tn_plan_desc {
     int chunks;          /* tma-ws: slots one row group spans (a row longer than a slot streams through several) */
     int producer_regs;   /* tma-ws with register sharing: setmaxnreg of the producer group (0: no sharing) */
     int consumer_regs;   /* ... and of each consumer group */
-    int cluster;         /* cluster: CTAs a row is split over (2 to 8), each a slice of whole vectors: the
+    int cluster;         /* cluster: CTAs a row is split over (2 to 8 as the scheduler chooses, 16 among tune's
+                            candidates on sm_90), each a slice of whole vectors: the
                             first cluster - 1 CTAs take tn_cluster_slice_vectors each, the last the rest;
                             1 for the other kinds */
     int smem_bytes;      /* dynamic shared memory per CTA */
