@@ -279,8 +279,22 @@ static tn_status schedule_build(tn_plan *plan, tn_variant *var, build_for b, int
     const int64_t rows = b.rows;
     tn_plan_desc desc;
     tn_status st = schedule(plan, b, kind, &desc);
+    char last[512];
+    snprintf(last, sizeof last, "%s", tn_error_text(plan->ctx));
     if (st == TN_STATUS_OK) st = build_variant(plan, var, &desc);
     int max_cluster = 0;
+    /* A non-portable cluster (few long rows over 16 CTAs) that the driver places nowhere on this GPU (no GPC of
+       16 free SMs): the plan made within the portable size. */
+    if (st == TN_STATUS_UNSUPPORTED && kind < 0 && desc.kind == TN_PLAN_CLUSTER && desc.cluster > TN_MAX_CLUSTER) {
+        char err[320];
+        const int refused = desc.cluster;
+        tn_schedule_request req = request(plan, b, -1, 0);
+        req.max_cluster = max_cluster = TN_MAX_CLUSTER;
+        if (tn_schedule(&req, &desc, err, sizeof err) && (st = build_variant(plan, var, &desc)) == TN_STATUS_OK) {
+            tn_set_error(plan->ctx, TN_STATUS_OK, "%s", last);
+            add_why(&var->desc, "; clusters of %d passed over: the driver places none on this GPU", refused);
+        }
+    }
     for (int tries = 0; st == TN_STATUS_OK && kind < 0 && tries < 2 && clusters_short(plan, var, &desc); tries++) {
         char err[320];
         tn_schedule_request req = request(plan, b, -1, 0);

@@ -977,6 +977,16 @@ static int slice_batch(const tn_analysis *a, int most) {
     return most / inputs > TN_REG_BATCH_TARGET ? most / inputs : TN_REG_BATCH_TARGET;
 }
 
+/* Whether few rows go on to clusters of cl CTAs: slices of TN_CLUSTER_MIN_SLICE
+   or more; past the portable 8 (sm_90's non-portable 16), slices of
+   TN_CLUSTER_NONPORTABLE_MIN_SLICE and one CTA an SM for every row's cluster
+   (a cluster of 16 needs 16 SMs of one GPC; the plan build takes clusters of 8
+   where the driver places too few). */
+static int few_rows_double(const tn_schedule_request *r, int cl, int64_t row_bytes) {
+    if (cl <= TN_MAX_CLUSTER) return row_bytes / cl >= TN_CLUSTER_MIN_SLICE;
+    return row_bytes / cl >= TN_CLUSTER_NONPORTABLE_MIN_SLICE && r->rows * cl <= r->props->sm_count;
+}
+
 /* The cluster for slices of at most `batch` vectors a thread: the smallest
    cluster, at the fewest threads from 128, that leaves 2 CTAs an SM where it
    has more than 2 CTAs or the fusion is heavy (softmax 64 x 131072: 20.5 us
@@ -1002,7 +1012,7 @@ static int cluster_pick(const tn_schedule_request *r, tn_plan_desc *p, int batch
     for (int c = 2; c <= TN_MAX_CLUSTER && !cl && !strict; c *= 2)
         if (cluster_fit(r, p, c, 64, 1)) cl = c, batch = 64;
     if (!cl) return 0;
-    while (few && 2 * cl <= TN_MAX_CLUSTER && row_bytes / (2 * cl) >= TN_CLUSTER_MIN_SLICE) {
+    while (few && 2 * cl <= tn_max_cluster(r->props->cc_major) && few_rows_double(r, 2 * cl, row_bytes)) {
         tn_plan_desc q = *p;
         /* Over a quarter of the SMs in rows, one CTA an SM at most (the driver placed 62 of 64 rows' clusters of
            4 or 8 at 2-5 an SM in rmsnorm's and layernorm's 64-row shapes: rmsnorm 64 x 65536 8.1-8.6 us, 7.35
@@ -1011,6 +1021,14 @@ static int cluster_pick(const tn_schedule_request *r, tn_plan_desc *p, int batch
         if (!cluster_fit(r, &q, 2 * cl, batch, 1) || !clusters_all_run(r, &q, most)) break;
         *p = q;
         cl *= 2;
+    }
+    /* Every row's cluster on SMs of its own: more warps of fewer 16-byte vectors each (TN_CLUSTER_ONE_WAVE_BATCH,
+       shared among the ROW inputs a thread loads; narrower accesses, as measured, keep theirs). */
+    const int one_wave_batch = slice_batch(r->analysis, TN_CLUSTER_ONE_WAVE_BATCH);
+    if (few && r->rows * cl <= r->props->sm_count && p->batch > one_wave_batch &&
+        p->vec * r->analysis->min_row_elem_size >= 16) {
+        tn_plan_desc q = *p;
+        if (cluster_fit(r, &q, cl, one_wave_batch, 1)) *p = q;
     }
     if (few && !p->ctas_per_sm && (p->ctas_per_sm = bound_ctas(r, p))) p->grid = cluster_grid(r, p);
     return cl;

@@ -91,6 +91,20 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
    faster (tune, softmax 33 x 98304 bf16: 128 threads x 24 over 4 CTAs
    9.31 us, 256 x 12 11.21). */
 #define TN_CLUSTER_FEW_BATCH 24
+/* Few rows whose clusters take one CTA an SM each keep at most this many
+   vectors a thread: each CTA's time is then its loads' latency plus each
+   thread's serial work over its vectors, twice (reduce, then normalize and
+   store), so more warps of fewer vectors finish sooner (tune, H200, bf16,
+   2026-12-05: rmsnorm 8 x 131072 3.93 us over 8 CTAs of 256 x 8 against 4.64
+   at 128 x 16; layernorm 4 x 262144 5.29 at 256 x 8 against 5.74 at 128 x 16,
+   both over 16). */
+#define TN_CLUSTER_ONE_WAVE_BATCH 8
+/* Slices at least this large go on doubling into non-portable clusters of 16
+   (sm_90) for few rows, where each of the 16 takes an SM of its own: more SMs
+   streaming one long row (tune, H200, bf16, 2026-12-05: rmsnorm 1 x 262144
+   3.76 us over 16 CTAs of 32 KiB against 4.45 over 8 of 64 KiB; softmax 4.29
+   against 5.51; at 16 KiB slices no gain: rmsnorm 8 x 131072 3.93 either way). */
+#define TN_CLUSTER_NONPORTABLE_MIN_SLICE (32 * 1024)
 
 /* Register plan limits, exposed for the tests' invariants. */
 /* The fewest vectors a cluster thread is given to keep (slice_batch). */

@@ -42,8 +42,11 @@ static void check_invariants(const tn_plan_desc *p, const tn_analysis *a, const 
     } else if (p->kind == TN_PLAN_CLUSTER) {
         /* A row's slices in the registers of a cluster's CTAs: whole vectors, within the register cap. */
         const int64_t nv = p->cols / p->vec;
-        /* The scheduler keeps to the portable 8; tune's candidates go to 16 (non-portable, checked at build). */
-        const int most = strstr(what, "candidate") ? TN_MAX_CLUSTER_NONPORTABLE : TN_MAX_CLUSTER;
+        /* The scheduler keeps to the portable 8 but for few rows whose clusters of 16 (sm_90, non-portable,
+           checked at build) each take SMs of their own; tune's candidates go to 16. */
+        const int most = strstr(what, "candidate") || p->rows * TN_MAX_CLUSTER_NONPORTABLE <= d->sm_count
+                             ? tn_max_cluster(d->cc_major)
+                             : TN_MAX_CLUSTER;
         CHECK(p->cluster >= 2 && p->cluster <= most && tn_cluster_slices_fit(nv, p->cluster) &&
                   p->grid % p->cluster == 0 &&
                   p->grid <= p->rows * p->cluster && p->stages >= 0 && p->stages <= TN_CLUSTER_MAX_STAGES &&
@@ -430,11 +433,12 @@ static void test_decisions(tn_context *ctx) {
     sm.cols = 24576; /* 12 vectors a thread: two CTAs an SM */
     CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_REGISTER, "softmax 4096x24576: register");
     tn_fusion_destroy(f);
-    /* softmax rows beyond an SM's shared memory, and few long rows, split over a cluster; never above 8 CTAs; only
+    /* softmax rows beyond an SM's shared memory, and few long rows, split over a cluster; above 8 CTAs only for
+       rows each of whose 16 slices takes an SM of its own (1 x 262144: 32 KiB a CTA); only
        at two CTAs an SM (softmax evaluates exp in two phases: its CTAs overlap one's loads with another's exps). */
     tn_fusion_builtin(ctx, TN_BUILTIN_SOFTMAX, &o, &f);
     tn_analyze(f, &a);
-    const int64_t cl_shapes[][3] = {{1, 65536, 8}, {1, 262144, 8}, {600, 131072, 8}, {64, 65536, 4}, {4096, 131072, 4}};
+    const int64_t cl_shapes[][3] = {{1, 65536, 8}, {1, 262144, 16}, {600, 131072, 8}, {64, 65536, 4}, {4096, 131072, 4}};
     for (int i = 0; i < 5; i++) {
         tn_schedule_request cr = {&a, cl_shapes[i][0], cl_shapes[i][1], 16, -1, &d};
         CHECK(tn_schedule(&cr, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == cl_shapes[i][2],
@@ -849,7 +853,16 @@ static void test_pipeline(tn_context *ctx) {
     tn_fusion_builtin(ctx, TN_BUILTIN_RMSNORM, &o, &f);
     tn_analyze(f, &a);
     tn_schedule_request few = {&a, 1, 262144, 16, TN_PLAN_CLUSTER, &d};
-    CHECK(tn_schedule(&few, &p, err, sizeof err) && p.cluster <= TN_MAX_CLUSTER, "rmsnorm 1x262144: %s", p.why);
+    CHECK(tn_schedule(&few, &p, err, sizeof err) && p.cluster == 16 && p.threads_per_row == 256 && p.batch == 8,
+          "rmsnorm 1x262144: 16 CTAs of 256 x 8: %s", p.why);
+    /* ... but 8 where the slices of 16 would be under 32 KiB (8 x 131072), or the rows' clusters of 16 would
+       share SMs (9 x 262144); 8 vectors a thread where every row's cluster has SMs of its own. */
+    few.rows = 8, few.cols = 131072;
+    CHECK(tn_schedule(&few, &p, err, sizeof err) && p.cluster == 8 && p.threads_per_row == 256 && p.batch == 8,
+          "rmsnorm 8x131072: 8 CTAs of 256 x 8: %s", p.why);
+    few.rows = 9, few.cols = 262144;
+    CHECK(tn_schedule(&few, &p, err, sizeof err) && p.cluster == 8, "rmsnorm 9x262144: 8 CTAs: %s", p.why);
+    few.rows = 1;
     p.cluster = 16, p.grid = 16, p.threads_per_row = p.block_threads = 256, p.batch = 8, p.ctas_per_sm = 0;
     CHECK(tn_plan_desc_check(&p, &a, &d, 16, err, sizeof err), "16 CTAs on the H200: %s", err);
     p.cluster = 32, p.grid = 32, p.batch = 4;
