@@ -86,7 +86,32 @@ def summarize(rows, ceilings, unavailable, sources):
                    f"tmanorm at least as fast as the best other on {sum(r >= 1 for r in ratios)} of {len(ratios)} "
                    f"({100 * sum(r >= 1 for r in ratios) / max(len(ratios), 1):.0f}%)")
         out.append("")
+    out += acceptance(rows)
     return "\n".join(out) + "\n"
+
+
+def acceptance(rows):
+    """Issue 9's two absolute bars (bf16), for tmanorm and, shape by shape, for whichever other system
+    comes closest: M <= 64 and N <= 65536 within the byte floor (bytes at the copy ceiling) + 1.5 us;
+    N 65536-262144 at M >= 512 at 85% of the copy ceiling or more."""
+    ok = {k: r for k, r in rows.items() if r["status"] == "ok" and k[1] == "bf16"}
+    out = ["## Acceptance bars (bf16)", "",
+           "| op | bar | shapes | tmanorm meets | best other system meets |",
+           "| --- | --- | ---: | ---: | ---: |"]
+    bars = [("M <= 64, N <= 65536: time <= floor + 1.5 us", lambda m, n: m <= 64 and n <= 65536,
+             lambda r: float(r["us"]) * (1 - float(r["pct_ceiling"]) / 100) <= 1.5),
+            ("N 65536-262144, M >= 512: >= 85% of the copy ceiling", lambda m, n: m >= 512 and 65536 <= n <= 262144,
+             lambda r: float(r["pct_ceiling"]) >= 85)]
+    for op in sorted({k[0] for k in ok}):
+        for name, where, meets in bars:
+            cases = sorted({k[2:4] for k in ok if k[0] == op and where(*k[2:4])})
+            if not cases:
+                continue
+            tn = sum(meets(ok[(op, "bf16", m, n, "tmanorm")]) for m, n in cases if (op, "bf16", m, n, "tmanorm") in ok)
+            other = sum(any(meets(r) for k, r in ok.items() if k[:4] == (op, "bf16", m, n) and
+                            not k[4].startswith("tmanorm")) for m, n in cases)
+            out.append(f"| {op} | {name} | {len(cases)} | {tn} | {other} |")
+    return out + [""]
 
 
 def plot(rows, ceilings, op, path):
