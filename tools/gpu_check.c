@@ -47,6 +47,20 @@ static const char k_fill_src[] =
     "    }\n"
     "}\n";
 
+/* neg_inf's mask (tn_check_options), the same on both sides. */
+#define TN_MASKED_EXPR "(r % 3 == 1 ? c < cols / 8 * 5 : r % 3 == 2 && c % 97 != 13)"
+static int masked(int64_t r, int64_t c, int64_t cols) { return r % 3 == 1 ? c < cols / 8 * 5 : r % 3 == 2 && c % 97 != 13; }
+static const char k_mask_src[] =
+    "extern \"C\" __global__ void tn_kernel(void *p, long long rows, long long cols, long long stride, int dtype) {\n"
+    "    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < rows * stride;\n"
+    "         i += (long long)gridDim.x * blockDim.x) {\n"
+    "        const long long r = i / stride, c = i % stride;\n"
+    "        if (c >= cols || !" TN_MASKED_EXPR ") continue;\n"
+    "        if (dtype == 0) ((unsigned *)p)[i] = 0xff800000u;\n"
+    "        else ((tn_u16 *)p)[i] = dtype == 1 ? 0xfc00 : 0xff80;\n"
+    "    }\n"
+    "}\n";
+
 /* Counts output elements still poisoned inside rows, and elements no longer
    poisoned outside them (padding and the guard after the end). */
 static const char k_poison_src[] =
@@ -178,10 +192,11 @@ static tn_status alloc_set(tn_plan *plan, int64_t rows, int64_t cols, int64_t pa
 
 static uint64_t input_seed(uint64_t seed, int i) { return seed * 1000003ull + (uint64_t)i * 7919ull + 1; }
 
-static tn_status fill_inputs(tn_context *ctx, buffer_set *s, uint64_t seed) {
+static tn_status fill_inputs(tn_context *ctx, buffer_set *s, uint64_t seed, int neg_inf) {
     tn_status st = TN_STATUS_OK;
-    tn_kernel *fill = NULL;
+    tn_kernel *fill = NULL, *mask = NULL;
     TRY(tn_gpu_helper_kernel(ctx, k_fill_src, &fill));
+    if (neg_inf) TRY(tn_gpu_helper_kernel(ctx, k_mask_src, &mask));
     for (int i = 0; i < s->num_in; i++) {
         tensor_buf *b = &s->in[i];
         long long n = elems(b);
@@ -191,10 +206,15 @@ static tn_status fill_inputs(tn_context *ctx, buffer_set *s, uint64_t seed) {
         input_range(b->info.name, &lo, &hi);
         void *args[] = {&b->t.data, &n, &dtype, &sd, &lo, &hi};
         CU(ctx->cu->LaunchKernel(fill->fn, 1024, 1, 1, 256, 1, 1, 0, NULL, args, NULL));
+        if (mask && b->info.shape == TN_SHAPE_ROW) {
+            void *margs[] = {&b->t.data, &b->rows, &b->cols, &b->stride, &dtype};
+            CU(ctx->cu->LaunchKernel(mask->fn, 1024, 1, 1, 256, 1, 1, 0, NULL, margs, NULL));
+        }
     }
     CU(ctx->cu->CtxSynchronize());
 done:
     tn_cache_release(ctx, fill);
+    tn_cache_release(ctx, mask);
     return st;
 }
 
@@ -231,7 +251,7 @@ tn_status tn_gpu_check(tn_plan *plan, const float *params, const tn_check_option
     /* Only the rows launched exist: a kernel reading or writing past them is out of bounds (the sanitizers)
        or writes the guard after the end (counted below). */
     TRY(alloc_set(plan, rows, cols, opts->row_pad, opts->byte_offset, opts->out_offset, &s));
-    TRY(fill_inputs(ctx, &s, opts->seed));
+    TRY(fill_inputs(ctx, &s, opts->seed, opts->neg_inf));
     for (int o = 0; o < s.num_out; o++) CU(ctx->cu->MemsetD8(s.out[o].base, 0xff, s.out[o].bytes));
     int aliased[TN_MAX_IO] = {0};
     if (opts->in_place) { /* the inputs are remade on the host for the reference, so writing over them is fine */
@@ -288,7 +308,9 @@ tn_status tn_gpu_check(tn_plan *plan, const float *params, const tn_check_option
             int64_t src0 = b->info.shape == TN_SHAPE_ROW ? row * b->stride : b->info.shape == TN_SHAPE_COL ? 0 : row;
             for (int64_t c = 0; c < len; c++)
                 tn_store_elem(b->info.dtype, host_in[i], k * len + c,
-                              host_value(input_seed(opts->seed, i), src0 + c, lo, hi, b->info.dtype));
+                              opts->neg_inf && b->info.shape == TN_SHAPE_ROW && masked(row, c, cols)
+                                  ? -INFINITY
+                                  : host_value(input_seed(opts->seed, i), src0 + c, lo, hi, b->info.dtype));
         }
         tin[i] = (tn_tensor){host_in[i], b->info.dtype, 0};
     }
@@ -399,7 +421,7 @@ tn_status tn_gpu_time_rows(tn_plan *plan, const float *params, int replays, int6
     const int num_params = tn_fusion_io_count(f, TN_IO_PARAM);
     for (nsets = 0; nsets < want; nsets++) {
         TRY(alloc_set(plan, rows, cols, 0, 0, 0, &sets[nsets]));
-        TRY(fill_inputs(ctx, &sets[nsets], 1234 + (uint64_t)nsets));
+        TRY(fill_inputs(ctx, &sets[nsets], 1234 + (uint64_t)nsets, 0));
     }
     const int launches = nsets * ((20 + nsets - 1) / nsets);
     CU(ctx->cu->StreamCreate(&stream, CU_STREAM_NON_BLOCKING));
@@ -501,7 +523,7 @@ tn_status tn_gpu_launch_overhead(tn_plan *plan, const float *params, int calls, 
     memset(&s, 0, sizeof s);
     const int64_t rows = tn_plan_rows(plan), cols = tn_plan_cols(plan);
     TRY(alloc_set(plan, rows, cols, 0, 0, 0, &s));
-    TRY(fill_inputs(ctx, &s, 7));
+    TRY(fill_inputs(ctx, &s, 7, 0));
     tn_tensor tin[TN_MAX_IO], tout[TN_MAX_IO];
     tn_launch_args la;
     fill_args(&s, params, tn_fusion_io_count(f, TN_IO_PARAM), tin, tout, &la);

@@ -17,6 +17,8 @@ typedef struct tn_check_options {
     int out_offset;      /* shift every output by this many bytes more than the inputs (offsets that disagree) */
     int in_place;        /* each ROW output written over the first unclaimed ROW input of its dtype (y over x, h
                             over residual): not poisoned first, so only the values are checked */
+    int neg_inf;         /* masked rows (attention masks): in every third row from row 1 the first 5/8 of each ROW
+                            input is -inf, in every third from row 2 all but one element in 97 (never a whole row) */
 } tn_check_options;
 
 typedef struct tn_check_result {

@@ -107,8 +107,21 @@ __attribute__((format(printf, 2, 3))) static void add_why(tn_plan_desc *desc, co
 static tn_status compile_desc(tn_plan *plan, const tn_plan_desc *desc, char **source, tn_kernel **k, int *compiled) {
     tn_context *ctx = plan->ctx;
     tn_strbuf sb;
+    /* An online plan's kernel reduces the fusion's online pairs together: the analysis that pairs them. */
+    tn_analysis *online = NULL;
+    if (desc->online) {
+        char err[256] = "the fusion sums no exp(t - max(t)) that an output needs";
+        if (!(online = tn_calloc(&ctx->base.alloc, 1, sizeof *online)))
+            return tn_set_error(ctx, TN_STATUS_OUT_OF_MEMORY, "codegen: out of memory");
+        const int paired = tn_analyze_online(plan->fusion, online) > 0;
+        if (!paired || !tn_analysis_within_limits(online, err, sizeof err)) {
+            tn_free(&ctx->base.alloc, online);
+            return tn_set_error(ctx, TN_STATUS_UNSUPPORTED, "plan: online pairs: %s", err);
+        }
+    }
     tn_strbuf_init(&sb, &ctx->base.alloc);
-    tn_codegen(plan->fusion, &plan->an, desc, &sb);
+    tn_codegen(plan->fusion, online ? online : &plan->an, desc, &sb);
+    tn_free(&ctx->base.alloc, online);
     *source = tn_strbuf_take(&sb);
     if (!*source) return tn_set_error(ctx, TN_STATUS_OUT_OF_MEMORY, "codegen: out of memory");
     tn_status st = tn_cache_get(ctx, *source, k, compiled);

@@ -88,6 +88,7 @@ struct gen {
     int carry;                 /* carried values are kept in kv<k>[P][V] (the plan's carry, a storage that keeps the row) */
     int released;              /* the stage was handed back before the row group's end (ring, staged cluster) */
     int uneven;                /* cluster: the last CTA's slice is shorter (NVL a run-time value, copies sized by it) */
+    int online_pass;           /* the second pass of an online pair's phase: its max is the thread's own (ml<k>) */
 };
 
 static int is_elementwise(tn_shape_class s) { return s == TN_SHAPE_ROW || s == TN_SHAPE_COL; }
@@ -95,7 +96,8 @@ static int is_row_input(const tn_node *n) { return n->kind == TN_OP_INPUT && n->
 
 /* The name of value k where it is used: e<k> per element, s<k> per row. */
 static void value_name(const gen *g, int k, char *out, size_t cap) {
-    snprintf(out, cap, "%c%d", is_elementwise(g->f->nodes[k].shape) ? 'e' : 's', k);
+    if (g->online_pass && g->a->online_sum[k]) snprintf(out, cap, "ml%d", k);
+    else snprintf(out, cap, "%c%d", is_elementwise(g->f->nodes[k].shape) ? 'e' : 's', k);
 }
 
 static void fmt1(char *out, size_t cap, const char *fmt, const char *a) { snprintf(out, cap, fmt, a); }
@@ -184,7 +186,11 @@ static const unsigned char *phase_need(const gen *g, int phase) {
 static void emit_phase_value(gen *g, const char *ind, int k, int phase) {
     const int carried = g->carry ? g->a->carried[k] : 0;
     if (carried && carried - 1 < phase) {
-        tn_strbuf_printf(g->sb, "%sconst float e%d = kv%d[p][v];\n", ind, k, k);
+        /* An online pair's exp was carried as exp(t - the thread's max): rescaled to the row's max. */
+        if (g->a->online_exp[k])
+            tn_strbuf_printf(g->sb, "%sconst float e%d = kv%d[p][v] * osc%d;\n", ind, k, k, g->a->online_exp[k] - 1);
+        else
+            tn_strbuf_printf(g->sb, "%sconst float e%d = kv%d[p][v];\n", ind, k, k);
         return;
     }
     emit_value(g, ind, k);
@@ -222,7 +228,10 @@ static void emit_element_loop_body(gen *g, const unsigned char *need, int level,
     } else {
         for (int i = 0; i < f->num_nodes; i++) {
             const tn_node *n = &f->nodes[i];
-            if (g->slot_of[i] < 0 || g->a->level[i] != level) continue;
+            /* An online pair's sum accumulates in the phase's second pass, everything else in the first. */
+            if (!g->a->used[i] || n->kind != TN_OP_REDUCE || g->a->level[i] != level ||
+                !g->a->online_max[i] != !g->online_pass)
+                continue;
             tn_strbuf_printf(g->sb, "%sacc%d[v %% A] = tn_combine<%d>(acc%d[v %% A], e%u);\n", ind2, i, n->op, i,
                              n->args[0].index);
         }
@@ -267,20 +276,53 @@ static void emit_phase(gen *g, int level) {
         tn_strbuf_printf(g->sb, "        float acc%d[A];\n#pragma unroll\n        for (int v = 0; v < A; v++) acc%d[v] = %s;\n",
                          i, i, k_reduce_identity[n->op]);
     }
+    int pairs = 0;
+    for (int i = 0; i < f->num_nodes && !out_phase; i++) pairs += a->online_sum[i] && a->level[i] == level;
     g->first_phase = level == 1 || (out_phase && a->num_levels == 0);
     g->last_phase = out_phase || (level == a->num_levels && !a->num_row_outputs);
+    const int last = g->last_phase;
+    g->last_phase = last && !pairs;
     g->storage->loop_open(g, out_phase);
     emit_element_loop_body(g, need, level, phase, "                ");
     g->storage->loop_close(g);
     if (g->p->peel) emit_outside_element(g, need, level, phase, out_phase);
     if (out_phase) return;
-    for (int i = 0; i < f->num_nodes; i++)
-        if (g->slot_of[i] >= 0 && a->level[i] == level) {
+    if (pairs) {
+        /* Online pairs: each thread's max, then a second pass summing exp(t - that max) (a thread of no finite
+           value sums exp(t - 0) = 0), so that the pair takes one reduction round where max and sum took two. */
+        for (int i = 0; i < f->num_nodes; i++)
+            if (a->online_sum[i] && a->level[i] == level)
+                tn_strbuf_printf(g->sb,
+                                 "        const float mt%d = tn_fold<A, 1>(acc%d);  // this thread's max\n"
+                                 "        const float ml%d = mt%d == -__int_as_float(0x7f800000) ? 0.0f : mt%d;\n",
+                                 i, i, i, i, i);
+        g->first_phase = 0;
+        g->last_phase = last;
+        g->online_pass = 1;
+        g->storage->loop_open(g, 0);
+        emit_element_loop_body(g, a->online_need[phase], level, phase, "                ");
+        g->storage->loop_close(g);
+        g->online_pass = 0;
+    }
+    for (int i = 0; i < f->num_nodes; i++) {
+        if (g->slot_of[i] < 0 || a->level[i] != level) continue;
+        const int s = a->online_sum[i] - 1;
+        if (s < 0) {
             tn_strbuf_printf(g->sb, "        const float s%d = ", i);
             g->skeleton->reduce(g, i);
             tn_strbuf_append(g->sb, ";\n");
-            if (divides_elements(g, i)) tn_strbuf_printf(g->sb, "        const float rcp%d = 1.0f / s%d;\n", i, i);
+        } else {
+            tn_strbuf_printf(g->sb, "        const tn_online q%d = ", i);
+            g->skeleton->reduce(g, i);
+            tn_strbuf_printf(g->sb,
+                             ";\n        const float s%d = q%d.m, s%d = q%d.s;\n"
+                             "        const float osc%d = tn_online_scale(1.0f, mt%d, s%d);  // carried exps to the row's max\n"
+                             "        (void)osc%d;\n",
+                             i, i, s, i, i, i, i, i);
         }
+        for (int k = i; k >= 0; k = k == i ? s : -1)
+            if (divides_elements(g, k)) tn_strbuf_printf(g->sb, "        const float rcp%d = 1.0f / s%d;\n", k, k);
+    }
 }
 
 /* Per-row values (ROWSCALAR) of one level, in order. */
@@ -639,11 +681,29 @@ static void cta_scratch(gen *g) {
     if (g->p->threads_per_row > 32 && g->nred)
         tn_strbuf_printf(g->sb, "    __shared__ float tn_red[%d][R][T / 32];\n", g->nred);
 }
+/* Reduction k's operation for the device templates: its op, or 2 for an online pair. */
+static int reduce_op(const gen *g, int k) { return g->a->online_sum[k] ? 2 : g->f->nodes[k].op; }
+/* This thread's part of reduction k: its accumulator lanes folded (an online pair: its max and its sum). */
+static void emit_thread_part(gen *g, int k) {
+    if (g->a->online_sum[k])
+        tn_strbuf_printf(g->sb, "tn_online{mt%d, tn_fold<A, 0>(acc%d)}", k, g->a->online_sum[k] - 1);
+    else
+        tn_strbuf_printf(g->sb, "tn_fold<A, %d>(acc%d)", g->f->nodes[k].op, k);
+}
+/* Where reduction k's parts meet: `base` (NULL where no part goes through
+   shared memory) or, for an online pair, its two slots `stride` floats apart. */
+static void emit_slots(gen *g, int k, const char *base, const char *stride) {
+    if (g->a->online_sum[k]) tn_strbuf_printf(g->sb, "tn_oslot{%s, %s}", base ? base : "nullptr", base ? stride : "0");
+    else tn_strbuf_append(g->sb, base ? base : "(float *)nullptr");
+}
 static void cta_reduce(gen *g, int k) {
-    char slot[32] = "nullptr";
-    if (g->p->threads_per_row > 32) snprintf(slot, sizeof slot, "tn_red[%d][rr]", g->slot_of[k]);
-    tn_strbuf_printf(g->sb, "tn_row_reduce<T, %d>(tn_fold<A, %d>(acc%d), %s)", g->f->nodes[k].op, g->f->nodes[k].op, k,
-                     slot);
+    char slot[32];
+    snprintf(slot, sizeof slot, "tn_red[%d][rr]", g->slot_of[k]);
+    tn_strbuf_printf(g->sb, "tn_row_reduce<T, %d>(", reduce_op(g, k));
+    emit_thread_part(g, k);
+    tn_strbuf_append(g->sb, ", ");
+    emit_slots(g, k, g->p->threads_per_row > 32 ? slot : NULL, "R * (T / 32)");
+    tn_strbuf_append(g->sb, ")");
 }
 
 /* grid-stride: each CTA takes row groups blockIdx.x, + gridDim.x, ... */
@@ -864,12 +924,14 @@ static void cluster_scratch(gen *g) {
                          g->nred, g->p->cluster);
 }
 static void cluster_reduce(gen *g, int k) {
-    tn_strbuf_printf(g->sb, "tn_cluster_reduce<CL, %d>(", g->f->nodes[k].op);
+    char slot[48];
+    snprintf(slot, sizeof slot, "tn_cred[turn & 1][%d][rr]", g->slot_of[k]);
+    tn_strbuf_printf(g->sb, "tn_cluster_reduce<CL, %d>(", reduce_op(g, k));
     cta_reduce(g, k);
-    tn_strbuf_printf(g->sb,
-                     ", tn_cred[turn & 1][%d][rr], &tn_cbar[turn & 1][%d], (unsigned)(turn >> 1) & 1u, tr, rank, "
-                     "tn_joined)",
-                     g->slot_of[k], g->slot_of[k]);
+    tn_strbuf_append(g->sb, ", ");
+    emit_slots(g, k, slot, "R * CL");
+    tn_strbuf_printf(g->sb, ", &tn_cbar[turn & 1][%d], (unsigned)(turn >> 1) & 1u, tr, rank, tn_joined)",
+                     g->slot_of[k]);
 }
 
 static const skeleton_code k_grid_stride = {"grid-stride", grid_stride_open, grid_stride_close, cta_scratch, cta_reduce,
@@ -918,7 +980,9 @@ void tn_codegen(const tn_fusion *f, const tn_analysis *a, const tn_plan_desc *p,
     g.uneven = p->kind == TN_PLAN_CLUSTER && (p->cols / p->vec) % p->cluster != 0;
     for (int i = 0; i < f->num_nodes; i++) {
         const tn_node *n = &f->nodes[i];
-        g.slot_of[i] = a->used[i] && n->kind == TN_OP_REDUCE ? g.nred++ : -1;
+        /* An online pair: two slots for its max (max, sum), none for its sum. */
+        g.slot_of[i] = a->used[i] && n->kind == TN_OP_REDUCE && !a->online_max[i] ? g.nred : -1;
+        if (g.slot_of[i] >= 0) g.nred += a->online_sum[i] ? 2 : 1;
     }
     char safe_name[65];
     source_safe_name(f->name, safe_name, sizeof safe_name);

@@ -38,7 +38,8 @@ static void phase_roots(const tn_fusion *f, const tn_analysis *an, int p, unsign
     else
         for (int i = 0; i < f->num_nodes; i++) {
             const tn_node *n = &f->nodes[i];
-            if (an->used[i] && n->kind == TN_OP_REDUCE && n->axis == TN_AXIS_INNER && an->level[i] == p + 1)
+            if (an->used[i] && n->kind == TN_OP_REDUCE && n->axis == TN_AXIS_INNER && an->level[i] == p + 1 &&
+                !an->online_max[i])
                 need[n->args[0].index] = 1;
         }
 }
@@ -48,12 +49,15 @@ static void phase_roots(const tn_fusion *f, const tn_analysis *an, int p, unsign
 static void analyze_phases(const tn_fusion *f, tn_analysis *an) {
     if (an->num_levels > TN_MAX_REDUCTION_LEVELS) return;
     for (int p = 0; p <= an->num_levels; p++) {
-        unsigned char *need = an->phase_need[p];
+        unsigned char *need = an->phase_need[p], *again = an->online_need[p];
         phase_roots(f, an, p, need);
         close_over(f, need, NULL);
+        for (int i = 0; i < f->num_nodes; i++)
+            if (an->used[i] && an->online_max[i] && an->level[i] == p + 1) again[f->nodes[i].args[0].index] = 1;
+        close_over(f, again, NULL);
         for (int i = 0; i < f->num_nodes; i++) {
-            an->emitted_values += need[i];
-            an->special_evals += need[i] && is_special(&f->nodes[i]);
+            an->emitted_values += need[i] + again[i];
+            an->special_evals += (need[i] + again[i]) * is_special(&f->nodes[i]);
         }
     }
 }
@@ -68,7 +72,7 @@ static void analyze_carries(const tn_fusion *f, tn_analysis *an) {
         if (!is_special(&f->nodes[i]) || f->nodes[i].shape != TN_SHAPE_ROW) continue;
         int first = -1;
         for (int p = 0; p <= an->num_levels; p++) {
-            if (!an->phase_need[p][i]) continue;
+            if (!an->phase_need[p][i] && !an->online_need[p][i]) continue;
             if (first < 0) first = p;
             else later[p][i] = 1;
         }
@@ -126,17 +130,46 @@ static void note_size(tn_analysis *an, int size) {
     if (size > an->max_elem_size) an->max_elem_size = size;
 }
 
-void tn_analyze(const tn_fusion *f, tn_analysis *an) {
+static int arg(const tn_fusion *f, int i, int a) { return (int)f->nodes[i].args[a].index; }
+static int is_f32(const tn_fusion *f, int i, tn_op_kind kind, int op) {
+    const tn_node *n = &f->nodes[i];
+    return n->kind == kind && n->op == op && n->dtype == TN_DTYPE_F32 &&
+           (kind != TN_OP_REDUCE || n->axis == TN_AXIS_INNER);
+}
+
+/* Online pairs (see analysis.h): S = sum(exp(t - M)) with M = max(t), every value f32 (so no rounding of the
+   fusion's is skipped), each M in one pair at most. Marks them where `pair`; returns how many. */
+static int find_online(const tn_fusion *f, tn_analysis *an, int pair) {
+    int pairs = 0;
+    unsigned char taken[TN_MAX_NODES] = {0};
+    for (int s = 0; s < f->num_nodes; s++) {
+        if (!is_f32(f, s, TN_OP_REDUCE, TN_REDUCE_SUM)) continue;
+        const int e = arg(f, s, 0);
+        if (!is_f32(f, e, TN_OP_UNARY, TN_UNARY_EXP)) continue;
+        const int d = arg(f, e, 0);
+        if (!is_f32(f, d, TN_OP_BINARY, TN_BINARY_SUB)) continue;
+        const int m = arg(f, d, 1);
+        if (!is_f32(f, m, TN_OP_REDUCE, TN_REDUCE_MAX) || arg(f, m, 0) != arg(f, d, 0) || taken[m]) continue;
+        taken[m] = 1;
+        pairs++;
+        if (pair) an->online_sum[m] = s + 1, an->online_max[s] = m + 1, an->online_exp[e] = m + 1;
+    }
+    return pairs;
+}
+
+static void analyze(const tn_fusion *f, tn_analysis *an, int online) {
     memset(an, 0, sizeof *an);
     an->num_nodes = f->num_nodes;
     an->min_row_elem_size = 16;
+    an->online_pairs = find_online(f, an, online);
     for (int i = 0; i < f->num_nodes; i++) {
         const tn_node *n = &f->nodes[i];
         int lv = 0;
         for (int a = 0; a < n->nargs; a++)
             if (an->level[n->args[a].index] > lv) lv = an->level[n->args[a].index];
         if (n->kind == TN_OP_REDUCE && n->axis == TN_AXIS_INNER) lv++;
-        an->level[i] = lv;
+        /* A pair's sum is reduced with its max, in its phase. */
+        an->level[i] = an->online_max[i] ? an->level[an->online_max[i] - 1] : lv;
     }
     for (int o = 0; o < f->num_outputs; o++) an->used[f->outputs[o].value.index] = 1;
     for (int i = f->num_nodes - 1; i >= 0; i--)
@@ -191,6 +224,18 @@ void tn_analyze(const tn_fusion *f, tn_analysis *an) {
     analyze_carries(f, an);
     const int kept = values_kept_across_phases(f, an);
     an->kept_values = kept < an->num_stage_inputs && an->num_levels ? kept : an->num_stage_inputs;
+}
+
+void tn_analyze(const tn_fusion *f, tn_analysis *an) { analyze(f, an, 0); }
+
+int tn_analyze_online(const tn_fusion *f, tn_analysis *an) {
+    analyze(f, an, 1);
+    /* A pair whose sum no output needs is no pair (its max is reduced alone). */
+    int pairs = 0;
+    for (int i = 0; i < f->num_nodes; i++) pairs += an->online_max[i] && an->used[i];
+    if (pairs == an->online_pairs) return pairs;
+    analyze(f, an, 0);
+    return 0;
 }
 
 int tn_analysis_within_limits(const tn_analysis *a, char *err, size_t cap) {

@@ -19,6 +19,16 @@ typedef struct tn_analysis {
     unsigned char used[TN_MAX_NODES]; /* reachable from an output */
     int num_levels;                   /* phases that reduce; the row program has one more */
     int num_reductions;
+    /* Online pairs: M = max(t) and S = sum(exp(t - M)), every value f32
+       (softmax's). online_pairs counts them in any analysis; only
+       tn_analyze_online pairs them (a plan with `online`): S is then reduced
+       with M, in M's phase (online_sum[M] = 1 + S, online_max[S] = 1 + M), a
+       second pass over the row summing each thread's exp(t - its own max)
+       computes online_need[p], and S's exp is online_exp[E] = 1 + M: a later
+       phase that takes it carried rescales it by exp(thread's max - M). */
+    int online_pairs;
+    int online_sum[TN_MAX_NODES], online_max[TN_MAX_NODES], online_exp[TN_MAX_NODES];
+    unsigned char online_need[TN_MAX_PHASES][TN_MAX_NODES];
     int has_outer_reduction;
     /* phase_need[p][i]: elementwise value i is computed in phase p (p = level - 1
        for the reduction phases, num_levels for the output phase). Valid when
@@ -58,6 +68,9 @@ typedef struct tn_analysis {
 
 /* f must be verified. */
 void tn_analyze(const tn_fusion *f, tn_analysis *out);
+/* The analysis for a plan with `online`: tn_analyze's, with its online pairs
+   reduced together. Returns the pairs (0: out is tn_analyze's). */
+int tn_analyze_online(const tn_fusion *f, tn_analysis *out);
 /* 1 if one kernel can run the fusion; else 0 and the reason in err. */
 int tn_analysis_within_limits(const tn_analysis *a, char *err, size_t cap);
 /* 1 if some plan kind can run the fusion on props (outer reductions, f8 outputs

@@ -1633,6 +1633,14 @@ int tn_schedule(const tn_schedule_request *r, tn_plan_desc *p, char *err, size_t
     return 0;
 }
 
+/* The kinds whose reductions take an online pair (plan check): not the warp-specialized ring, nor peeled or
+   pipelined register plans; nor shared slices, sized for the few registers of many CTAs an SM (the pair's
+   second pass spilled 460 bytes in softmax 4096 x 65536's 8 x 64 at 7 an SM). */
+static int online_fits(const tn_plan_desc *p) {
+    return (p->kind == TN_PLAN_REGISTER || p->kind == TN_PLAN_TMA || p->kind == TN_PLAN_CLUSTER) && !p->peel &&
+           !p->pipeline && !p->shared_slice;
+}
+
 int tn_schedule_candidates(const tn_schedule_request *r, tn_plan_desc *out, int cap) {
     tn_plan_desc base;
     char err[320];
@@ -1648,6 +1656,14 @@ int tn_schedule_candidates(const tn_schedule_request *r, tn_plan_desc *out, int 
         if (carry_fits(r, &out[i])) {
             out[n] = out[i];
             out[n++].carry = 1;
+        }
+    /* ... and each plan of a fusion with online pairs (softmax's max and sum of exp) again with them reduced
+       together (of a plan and its carrying twin, the twin): one reduction round and one cluster exchange a row
+       instead of two (untimed: tune decides). */
+    for (int i = 0, plain = n; i < plain && n < cap && r->analysis->online_pairs; i++)
+        if (online_fits(&out[i]) && (out[i].carry || !carry_fits(r, &out[i]))) { /* the carrying twin, where any */
+            out[n] = out[i];
+            out[n++].online = 1;
         }
     return n;
 }

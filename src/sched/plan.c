@@ -36,7 +36,7 @@ static const field k_fields[] = {F64(rows), F64(cols), F32(vec), F32(threads_per
                                  OPT(chunks, 1), OPT(producer_regs, 0), OPT(consumer_regs, 0), OPT(cluster, 1),
                                  OPT(ctas_per_sm, 0), OPT(prefetch, 0), OPT(carry, 0),
                                  OPT(shared_slice, 0), OPT(col_cache, 0), OPT(peel, 0),
-                                 OPT(pipeline, 0)};
+                                 OPT(pipeline, 0), OPT(online, 0)};
 #define NUM_FIELDS (sizeof k_fields / sizeof k_fields[0])
 
 static int64_t get(const tn_plan_desc *p, const field *f) {
@@ -297,6 +297,11 @@ int tn_plan_desc_check(const tn_plan_desc *p, const tn_analysis *a, const tn_dev
     if (p->pdl != 0 && p->pdl != 1) REJECT("plan: pdl %d must be 0 or 1", p->pdl);
     if (p->pipeline != 0 && (p->pipeline != 1 || p->kind != TN_PLAN_REGISTER || p->peel))
         REJECT("plan: pipeline %d must be 0, or 1 in a register plan without peel", p->pipeline);
+    if (p->online != 0 &&
+        (p->online != 1 || !a->online_pairs || p->peel || p->pipeline ||
+         (p->kind != TN_PLAN_REGISTER && p->kind != TN_PLAN_TMA && p->kind != TN_PLAN_CLUSTER)))
+        REJECT("plan: online %d must be 0, or 1 in a register, tma or cluster plan without peel or pipeline of a fusion "
+               "that sums exp(t - max(t)) (%d such sums)", p->online, a->online_pairs);
     if (p->prefetch != 0 && (p->prefetch != 1 || p->kind != TN_PLAN_CLUSTER))
         REJECT("plan: prefetch %d must be 0, or 1 in a cluster plan", p->prefetch);
     if (p->shared_slice != 0 && (p->shared_slice != 1 || p->kind != TN_PLAN_CLUSTER || p->carry))

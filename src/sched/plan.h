@@ -66,6 +66,10 @@ typedef struct tn_plan_desc {
     int pipeline;        /* register: 1 = each CTA loops over several row groups and loads the next one's vectors
                             into registers before it reduces and stores this one (the COL vectors held in
                             registers once for all of them) */
+    int online;          /* register, tma, cluster: 1 = a fusion's max(t) and its sum of exp(t - max(t)) (softmax's)
+                            reduced as one online pair: each thread's max, then its sum of exp(t - its max), the
+                            parts merged by rescaling; one barrier round and one cluster exchange instead of two
+                            (tn_analyze_online) */
     int pdl;             /* 1: programmatic dependent launch (sm_90+) */
     char why[1024];      /* the scheduler's reasons, one clause per decision */
 } tn_plan_desc;

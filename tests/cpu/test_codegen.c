@@ -18,6 +18,7 @@ typedef struct golden {
     int stages; /* a cluster plan's slices through this many stages of shared memory */
     int shared; /* ... left in its one stage and read there, a cluster a row (shared_slice) */
     int pipeline; /* a register plan over a persistent grid of 4 CTAs an SM, the next row group loaded ahead */
+    int online;   /* softmax's max and sum reduced as one online pair (tune's candidate) */
 } golden;
 
 static const golden k_goldens[] = {
@@ -53,6 +54,12 @@ static const golden k_goldens[] = {
        reduction (tune's candidate). */
     {"add_rmsnorm_bf16_65536x512_pipeline.cu", TN_BUILTIN_ADD_RMSNORM, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0,
      65536, 512, TN_PLAN_REGISTER, 0, 0, 1},
+    /* online pairs: each thread's max, a second pass summing exp(t - it), one reduction round (over the CTA,
+       then the cluster) for the pair; the carried exps rescaled to the row's max in the output phase. */
+    {"softmax_bf16_64x32768_cluster_online.cu", TN_BUILTIN_SOFTMAX, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 64,
+     32768, -1, 0, 0, 0, 1},
+    {"softmax_f32_8x1000_online.cu", TN_BUILTIN_SOFTMAX, TN_DTYPE_F32, TN_DTYPE_F32, TN_DTYPE_F32, 0, 8, 1000, -1, 0, 0,
+     0, 1},
     /* odd N, peeled: 16-byte vectors from each row's first boundary, the elements outside them one a thread. */
     {"layernorm_bf16_4096x4097_peel.cu", TN_BUILTIN_LAYERNORM, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 4096, 4097,
      -1},
@@ -73,9 +80,11 @@ static char *generate(tn_context *ctx, const golden *g) {
     if (g->pipeline) p.pipeline = 1, p.grid = 4LL * d.sm_count, p.ctas_per_sm = 4;
     if (g->shared) tn_cluster_share_slice(&a, &p);
     else if (g->stages) p.stages = g->stages, p.smem_bytes = (int)tn_cluster_dynamic_smem(&a, &p);
-    if (g->stages || g->pipeline) {
+    if (g->online) p.online = 1;
+    if (g->stages || g->pipeline || g->online) {
         CHECK(tn_plan_desc_check(&p, &a, &d, 16, err, sizeof err), "%s: %s", g->file, err);
     }
+    if (g->online) CHECK(tn_analyze_online(f, &a) == 1, "%s: no online pair", g->file);
     tn_strbuf sb;
     tn_strbuf_init(&sb, NULL);
     tn_codegen(f, &a, &p, &sb);

@@ -170,7 +170,7 @@ static void compile_staged(tn_context *ctx, tn_builtin op, int64_t m, int64_t n,
 }
 
 /* tune's candidates for op at [m, n] (inputs of dtype dt, weights of w, outputs of out, statistics where
-   `stats`) into c[512]; *f gets the fusion (the caller destroys it). */
+   `stats`) into c[1024]; *f gets the fusion (the caller destroys it). */
 static int candidates_of(tn_context *ctx, tn_builtin op, tn_dtype dt, tn_dtype w, tn_dtype out, int stats, int64_t m,
                          int64_t n, tn_fusion **f, tn_plan_desc *c) {
     tn_builtin_options o = {dt, w, out, stats};
@@ -179,7 +179,7 @@ static int candidates_of(tn_context *ctx, tn_builtin op, tn_dtype dt, tn_dtype w
     tn_analysis a;
     tn_analyze(*f, &a);
     tn_schedule_request req = {&a, m, n, 16, -1, &ctx->props};
-    return tn_schedule_candidates(&req, c, 512);
+    return tn_schedule_candidates(&req, c, 1024);
 }
 
 /* Candidate d of tune's replayed from its JSON as a plan (NULL, a failed check, if refused). */
@@ -206,7 +206,7 @@ static tn_plan *replay_candidate(tn_context *ctx, tn_fusion *f, int64_t m, int64
    without spills, each COL vector read from the cache. */
 static void compile_shared_slices(tn_context *ctx, tn_builtin op, tn_dtype dt, int64_t m, int64_t n, int cols,
                                   int *count) {
-    static tn_plan_desc c[512];
+    static tn_plan_desc c[1024];
     tn_fusion *f;
     const int nc = candidates_of(ctx, op, dt, dt, dt, 0, m, n, &f, c);
     int found = 0;
@@ -248,7 +248,7 @@ static void compile_shared_slices(tn_context *ctx, tn_builtin op, tn_dtype dt, i
    nb before this one's reductions and keeping the COL vectors from before the loop where they are in registers. */
 static void compile_pipelined(tn_context *ctx, tn_builtin op, tn_dtype dt, tn_dtype w, tn_dtype out, int64_t m,
                               int64_t n, int *count) {
-    static tn_plan_desc c[512];
+    static tn_plan_desc c[1024];
     tn_fusion *f;
     const int nc = candidates_of(ctx, op, dt, w, out, op == TN_BUILTIN_LAYERNORM, m, n, &f, c);
     int found = 0;
@@ -278,10 +278,40 @@ static void compile_pipelined(tn_context *ctx, tn_builtin op, tn_dtype dt, tn_dt
     tn_fusion_destroy(f);
 }
 
+/* Every `every`-th online candidate of tune's for softmax at [m, n] in dtype dt (its max and sum of exp reduced
+   as one pair): replayed, compiled without spills, one reduction call where the plain plan has two. */
+static void compile_online(tn_context *ctx, tn_dtype dt, int64_t m, int64_t n, int every, int *count) {
+    static tn_plan_desc c[1024];
+    tn_fusion *f;
+    const int nc = candidates_of(ctx, TN_BUILTIN_SOFTMAX, dt, dt, dt, 0, m, n, &f, c);
+    int found = 0;
+    for (int k = 0; k < nc; k++) {
+        if (!c[k].online || found++ % every) continue;
+        tn_plan *plan = replay_candidate(ctx, f, m, n, &c[k], "online");
+        if (!plan) continue;
+        tn_resources r;
+        tn_plan_resources(plan, &r);
+        char *src = test_describe(plan, TN_DESCRIBE_SOURCE);
+        const char *kernel = strstr(src, "tn_kernel(");
+        int calls = 0;
+        for (const char *at = kernel; at && (at = strstr(at, "tn_row_reduce<")); at++) calls++;
+        CHECK(r.spill_store_bytes == 0 && r.stack_bytes == 0 && calls == 1 && strstr(src, "tn_online{"),
+              "online %s %s %lldx%lld (%s, cluster %d x %d x %d, carry %d): %d spill bytes, %d reduction calls",
+              tn_dtype_name(dt), tn_plan_kind_name(c[k].kind), (long long)m, (long long)n,
+              tn_plan_kind_name(c[k].kind), c[k].cluster, c[k].threads_per_row, c[k].batch, c[k].carry,
+              r.spill_store_bytes, calls);
+        free(src);
+        tn_plan_destroy(plan);
+        (*count)++;
+    }
+    CHECK(found > 0, "no online candidates for softmax %lldx%lld", (long long)m, (long long)n);
+    tn_fusion_destroy(f);
+}
+
 /* tune's candidates in clusters of 16 CTAs (non-portable) for op at [m, n]: compiled without spills, the
    exchange's st.async in the PTX. */
 static void compile_sixteen(tn_context *ctx, tn_builtin op, int64_t m, int64_t n, int *count) {
-    static tn_plan_desc c[512];
+    static tn_plan_desc c[1024];
     tn_fusion *f;
     const int nc = candidates_of(ctx, op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, m, n, &f, c);
     int found = 0;
@@ -588,6 +618,13 @@ void test_compile(void) {
         compile_pipelined(ctx, (tn_builtin)op, b, s, s, 65536, 512, &plans);
         compile_pipelined(ctx, (tn_builtin)op, b, s, b, 32768, 2048, &plans);
     }
+    /* Online pairs over every kind they take: cluster (few and many rows), tma, register (one warp a row too). */
+    compile_online(ctx, TN_DTYPE_BF16, 64, 32768, 8, &plans);
+    compile_online(ctx, TN_DTYPE_BF16, 512, 32768, 12, &plans);
+    compile_online(ctx, TN_DTYPE_BF16, 1, 262144, 2, &plans);
+    compile_online(ctx, TN_DTYPE_BF16, 4096, 65536, 10, &plans);
+    compile_online(ctx, TN_DTYPE_F32, 8, 1000, 16, &plans);
+    compile_online(ctx, TN_DTYPE_F16, 65536, 512, 24, &plans);
     check_ptx(ctx, "tma", 4096, 8192);
     check_ptx(ctx, "tma-ws", 16384, 4096);
     check_ptx(ctx, "cluster", 4096, 65536);

@@ -671,7 +671,7 @@ static void test_candidates(tn_context *ctx) {
     static const int64_t shapes[][2] = {{1, 65536}, {4096, 65536}, {4096, 4096}, {64, 131072}, {1000, 4097},
                                         {16384, 1024}, {7, 262144}, {4096, 100008}, {3, 65544}};
     int total = 0, kinds[TN_PLAN_KIND_COUNT] = {0};
-    static tn_plan_desc c[512];
+    static tn_plan_desc c[1024];
     for (int op = 0; op < TN_BUILTIN_COUNT; op++) {
         tn_builtin_options o = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, op % 2};
         tn_fusion *f = NULL;
@@ -680,8 +680,8 @@ static void test_candidates(tn_context *ctx) {
         tn_analyze(f, &a);
         for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
             tn_schedule_request req = {&a, shapes[i][0], shapes[i][1], 16, -1, &d};
-            const int n = tn_schedule_candidates(&req, c, 512);
-            CHECK(n > 0 && n < 512, "%s %lldx%lld: %d candidates", tn_builtin_name((tn_builtin)op),
+            const int n = tn_schedule_candidates(&req, c, 1024);
+            CHECK(n > 0 && n < 1024, "%s %lldx%lld: %d candidates", tn_builtin_name((tn_builtin)op),
                   (long long)shapes[i][0], (long long)shapes[i][1], n);
             int carries = 0, staged = 0, bounded = 0, shared = 0, pipelined = 0, sixteen = 0;
             for (int k = 0; k < n; k++) {
@@ -821,10 +821,11 @@ static void test_pipeline(tn_context *ctx) {
     tn_analysis a;
     tn_analyze(f, &a);
     tn_schedule_request req = {&a, 65536, 512, 16, -1, &d};
-    tn_plan_desc p, c[512];
+    tn_plan_desc p;
+    static tn_plan_desc c[1024];
     char err[320];
     CHECK(tn_schedule(&req, &p, err, sizeof err) && !p.pipeline, "the scheduler pipelines: %s", p.why);
-    const int n = tn_schedule_candidates(&req, c, 512);
+    const int n = tn_schedule_candidates(&req, c, 1024);
     int found = 0;
     for (int k = 0; k < n; k++) {
         if (!c[k].pipeline) continue;
@@ -845,7 +846,7 @@ static void test_pipeline(tn_context *ctx) {
     tn_analysis a8;
     tn_analyze(f8, &a8);
     tn_schedule_request r8 = {&a8, 65536, 512, 16, -1, &d};
-    for (int k = 0, n8 = tn_schedule_candidates(&r8, c, 512); k < n8; k++)
+    for (int k = 0, n8 = tn_schedule_candidates(&r8, c, 1024); k < n8; k++)
         CHECK(!c[k].pipeline, "a pipelined candidate of 32-byte vectors (vec %d)", c[k].vec);
     tn_fusion_destroy(f8);
     /* Clusters: 16 CTAs only on sm_90 (non-portable), never more; none on the A100. */
@@ -872,8 +873,8 @@ static void test_pipeline(tn_context *ctx) {
     p.cluster = 16, p.grid = 16, p.batch = 8, p.cc = 80;
     CHECK(!tn_plan_desc_check(&p, &a, &a100, 16, err, sizeof err), "16 CTAs on the A100 accepted");
     few.props = &a100;
-    CHECK(tn_schedule_candidates(&few, c, 512) > 0, "A100 candidates");
-    for (int k = 0, n100 = tn_schedule_candidates(&few, c, 512); k < n100; k++)
+    CHECK(tn_schedule_candidates(&few, c, 1024) > 0, "A100 candidates");
+    for (int k = 0, n100 = tn_schedule_candidates(&few, c, 1024); k < n100; k++)
         CHECK(c[k].cluster == 1, "an A100 candidate in clusters of %d", c[k].cluster);
     tn_fusion_destroy(f);
     tn_fusion_builtin(ctx, TN_BUILTIN_ADD_RMSNORM, &o, &f);

@@ -51,6 +51,7 @@ typedef struct gpu_case {
     int in_place;        /* the outputs written over the inputs (y over x, h over residual) */
     int64_t pipeline_grid; /* a register plan replayed pipelined (plan field pipeline) over this many CTAs, if > 0 */
     const tn_plan_desc *desc; /* this plan (a tune candidate) replayed instead of the scheduler's, if set */
+    int neg_inf;              /* masked rows: -inf over most of some rows (tn_check_options.neg_inf) */
 } gpu_case;
 
 /* The plan's JSON (the caller frees it); the plan destroyed. */
@@ -182,8 +183,10 @@ static int run_case(tn_context *ctx, const gpu_case *c) {
         tn_plan_destroy(plan);
         plan = NULL;
         st = replay_desc(ctx, f, c->rows, c->cols, c->desc, &plan);
-        snprintf(label + strlen(label), sizeof label - strlen(label), " candidate: cluster %d x %d threads x %d%s",
-                 c->desc->cluster, c->desc->threads_per_row, c->desc->batch, c->desc->ctas_per_sm ? " bound" : "");
+        snprintf(label + strlen(label), sizeof label - strlen(label), " candidate: %s cluster %d x %d threads x %d%s%s%s",
+                 tn_plan_kind_name(c->desc->kind), c->desc->cluster, c->desc->threads_per_row, c->desc->batch,
+                 c->desc->ctas_per_sm ? " bound" : "", c->desc->carry ? " carry" : "", c->desc->online ? " online" : "");
+    if (c->neg_inf) snprintf(label + strlen(label), sizeof label - strlen(label), " masked (-inf)");
     }
     if (st == TN_STATUS_OK) tn_gpu_plan_kind(plan, kind, sizeof kind);
     tn_check_result r;
@@ -233,7 +236,7 @@ static int run_case(tn_context *ctx, const gpu_case *c) {
        unwritten ones. */
     const int64_t compared = c->shared ? c->rows : ran_shared ? (c->rows < 128 ? c->rows : 128) : 64;
     tn_check_options co = {(uint64_t)(c->rows * 131 + c->cols), compared, c->pad, c->offset, c->launch_rows,
-                           c->out_offset, c->in_place};
+                           c->out_offset, c->in_place, c->neg_inf};
     if (st == TN_STATUS_OK) st = tn_gpu_check(plan, params, &co, &r);
     int ok = st == TN_STATUS_OK && r.passed;
     if (ok) g_passed++;
@@ -468,11 +471,50 @@ static void run_pipelined(tn_context *ctx, int quick) {
         }
 }
 
+/* tune's online candidates (softmax's max and sum of exp reduced as one pair) over every kind they take, bf16,
+   f16 and f32, rows of 1 to 65536, N from 7 to 262144 (odd and narrow too), every k-th candidate a shape (all
+   under --quick's few shapes; the first of each under --smoke); each also with masked rows (-inf over most of some rows: threads, and CTAs of a
+   cluster, whose every value is -inf). */
+static void run_online(tn_context *ctx, int quick) {
+    static const struct { int64_t rows, cols; tn_dtype dt; int every, quick; } v[] = {
+        {64, 32768, TN_DTYPE_BF16, 4, 1},   {512, 16384, TN_DTYPE_BF16, 16, 0}, {512, 32768, TN_DTYPE_BF16, 8, 1},
+        {1, 262144, TN_DTYPE_BF16, 1, 1},   {65536, 512, TN_DTYPE_BF16, 24, 0}, {4096, 65536, TN_DTYPE_BF16, 8, 0},
+        {8, 1000, TN_DTYPE_F32, 16, 1},     {3, 65544, TN_DTYPE_F16, 2, 0},     {1000, 7, TN_DTYPE_F32, 8, 0},
+        {100, 100008, TN_DTYPE_BF16, 4, 0}, {33, 4097, TN_DTYPE_F16, 8, 0}};
+    static tn_plan_desc c[1024];
+    tn_device_props props;
+    tn_context_device_props(ctx, &props);
+    for (int i = 0; i < (int)(sizeof v / sizeof v[0]); i++) {
+        if (quick && !v[i].quick) continue;
+        tn_builtin_options bo = {v[i].dt, v[i].dt, v[i].dt, 0};
+        tn_fusion *f = NULL;
+        tn_fusion_builtin(ctx, TN_BUILTIN_SOFTMAX, &bo, &f);
+        static tn_analysis a;
+        tn_analyze(f, &a);
+        tn_schedule_request req = {&a, v[i].rows, v[i].cols, 16, -1, &props};
+        const int n = tn_schedule_candidates(&req, c, 1024);
+        for (int k = 0, seen = 0; k < n; k++) {
+            if (!c[k].online || seen++ % (quick == 2 ? 1000 : v[i].every)) continue; /* smoke: the first */
+            for (int masked = 0; masked < 2; masked++) {
+                gpu_case g = {TN_BUILTIN_SOFTMAX, v[i].dt, v[i].dt, v[i].dt, 0, v[i].rows, v[i].cols, NULL, 0, 0};
+                g.desc = &c[k];
+                g.neg_inf = masked;
+                run_case(ctx, &g);
+            }
+        }
+        tn_fusion_destroy(f);
+    }
+    /* The scheduler's softmax plans with masked rows too (two reduction rounds; the reference agrees). */
+    gpu_case m = {TN_BUILTIN_SOFTMAX, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 300, 4096, NULL, 0, 0};
+    m.neg_inf = 1;
+    run_case(ctx, &m);
+}
+
 /* tune's candidates in clusters of 16 CTAs (non-portable, few long rows), every op: checked where the driver
    places such a cluster, refused with the reason where it does not. */
 static void run_sixteen(tn_context *ctx, int quick) {
     static const int64_t shapes[][2] = {{1, 262144}, {3, 65544}, {8, 131072}, {33, 100008}};
-    static tn_plan_desc c[512];
+    static tn_plan_desc c[1024];
     tn_device_props props;
     tn_context_device_props(ctx, &props);
     for (int op = 0; op < TN_BUILTIN_COUNT; op++)
@@ -484,7 +526,7 @@ static void run_sixteen(tn_context *ctx, int quick) {
             tn_analysis a;
             tn_analyze(f, &a);
             tn_schedule_request req = {&a, shapes[i][0], shapes[i][1], 16, -1, &props};
-            const int n = tn_schedule_candidates(&req, c, 512);
+            const int n = tn_schedule_candidates(&req, c, 1024);
             for (int k = 0; k < n; k++) {
                 if (c[k].cluster != TN_MAX_CLUSTER_NONPORTABLE) continue;
                 gpu_case g = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, shapes[i][0],
@@ -896,6 +938,7 @@ int main(int argc, char **argv) {
         run_pipelined(ctx, 1);
         run_peeled(ctx, 1);
         run_in_place(ctx, 1);
+        run_online(ctx, 2);
         check_carry(ctx, props.cc_major >= 9, 1);
         if (props.cc_major >= 9) check_pdl_chain(ctx, 8, 4096);
         goto report;
@@ -930,6 +973,7 @@ int main(int argc, char **argv) {
     if (props.cc_major >= 9) run_uneven_slices(ctx, quick || sanitize);
     run_pipelined(ctx, quick || sanitize);
     if (props.cc_major >= 9) run_sixteen(ctx, quick || sanitize);
+    run_online(ctx, quick || sanitize);
     /* Mixed dtypes, saved statistics, f8 outputs. */
     const int64_t mixed_cols[] = {4096, 4097, 8192};
     for (int op = 0; op < TN_BUILTIN_COUNT; op++)

@@ -166,6 +166,15 @@ __device__ __forceinline__ void tn_cluster_send(float *slot, unsigned rank, floa
                  "r"(__float_as_uint(v)), "r"(tn_cluster_map(bar, rank))
                  : "memory");
 }
+// Part i of the exchange (this CTA's, i = its rank) into the slots of CTA
+// `rank`: one float, or an online pair's two.
+__device__ __forceinline__ void tn_cluster_put(float *slots, int i, unsigned rank, float v, unsigned long long *bar) {
+    tn_cluster_send(&slots[i], rank, v, bar);
+}
+__device__ __forceinline__ void tn_cluster_put(tn_oslot s, int i, unsigned rank, tn_online v, unsigned long long *bar) {
+    tn_cluster_send(&s.p[i], rank, v.m, bar);
+    tn_cluster_send(&s.p[s.stride + i], rank, v.s, bar);
+}
 // Every thread, once: thread 0 sets up the reductions' barriers (one arrival
 // per row of the row group: its first thread's), then the CTA arrives at the
 // cluster barrier that tn_cluster_reduce's first call waits on.
@@ -185,24 +194,24 @@ __device__ __forceinline__ void tn_cluster_start(unsigned long long *bars, int c
 // CTA can be at most one row group ahead of another (it needs the other's parts
 // of the group before), so a slot is never written while it is still read. No
 // cluster barrier at the end: a CTA's last wait is for every byte sent to it.
-template <int CL, int OP>
-__device__ __forceinline__ float tn_cluster_reduce(float v, float *slots, unsigned long long *bar, unsigned parity,
-                                                   int tr, unsigned rank, bool &joined) {
+template <int CL, int OP, typename X, typename SLOT>
+__device__ __forceinline__ X tn_cluster_reduce(X v, SLOT slots, unsigned long long *bar, unsigned parity, int tr,
+                                               unsigned rank, bool &joined) {
     if (!joined) {
         tn_cluster_wait();  // every CTA's barriers are set up
         joined = true;
     }
     if (tr == 0) {
-        slots[rank] = v;
+        tn_slot_put(slots, (int)rank, v);
 #pragma unroll
         for (unsigned c = 0; c < CL; c++)
-            if (c != rank) tn_cluster_send(&slots[rank], c, v, bar);
-        tn_mbar_arrive_expect_tx(bar, (CL - 1) * 4u);
+            if (c != rank) tn_cluster_put(slots, (int)rank, c, v, bar);
+        tn_mbar_arrive_expect_tx(bar, (CL - 1) * (unsigned)sizeof(X));
     }
     tn_mbar_wait(bar, parity);
-    v = slots[0];
+    v = tn_slot_get(slots, 0, v);
 #pragma unroll
-    for (int c = 1; c < CL; c++) v = tn_combine<OP>(v, slots[c]);
+    for (int c = 1; c < CL; c++) v = tn_combine<OP>(v, tn_slot_get(slots, c, v));
     return v;
 }
 #endif

@@ -114,8 +114,39 @@ template <typename S, int V> __device__ __forceinline__ void tn_vzero(tn_vec<S, 
     for (int i = 0; i < V; i++) d.e[i] = S(0);
 }
 
-// ---- reductions across the T threads of one row (OP 0: sum, 1: max)
+// ---- reductions across the T threads of one row (OP 0: sum, 1: max, 2: online pair)
 template <int OP> __device__ __forceinline__ float tn_combine(float a, float b) { return OP == 0 ? a + b : fmaxf(a, b); }
+
+// Online pair (plan field `online`): a row's max m and its sum of exp(x - m) as
+// one reduction, one barrier round and one cluster exchange where the max and
+// the sum took two. Each part's sum is over exp(x - its own max); parts merge
+// by rescaling to the larger max. A part of no finite max (no values, or all
+// -inf) sums 0 and is taken as it is.
+struct tn_online {
+    float m, s;
+};
+__device__ __forceinline__ float tn_online_scale(float s, float m, float to) {
+    return m == -__int_as_float(0x7f800000) ? s : s * tn_exp(m - to);
+}
+template <int OP> __device__ __forceinline__ tn_online tn_combine(tn_online a, tn_online b) {
+    const float m = fmaxf(a.m, b.m);
+    return {m, tn_online_scale(a.s, a.m, m) + tn_online_scale(b.s, b.m, m)};
+}
+__device__ __forceinline__ float tn_shfl_xor(float v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
+__device__ __forceinline__ tn_online tn_shfl_xor(tn_online v, int o) { return {tn_shfl_xor(v.m, o), tn_shfl_xor(v.s, o)}; }
+// Where each warp (or cluster CTA) leaves its part in shared memory: a float,
+// or for an online pair two, `stride` floats apart (two reduction slots).
+struct tn_oslot {
+    float *p;
+    int stride;
+};
+__device__ __forceinline__ void tn_slot_put(float *s, int i, float v) { s[i] = v; }
+__device__ __forceinline__ float tn_slot_get(const float *s, int i, float) { return s[i]; }
+__device__ __forceinline__ void tn_slot_put(tn_oslot s, int i, tn_online v) {
+    s.p[i] = v.m;
+    s.p[s.stride + i] = v.s;
+}
+__device__ __forceinline__ tn_online tn_slot_get(tn_oslot s, int i, tn_online) { return {s.p[i], s.p[s.stride + i]}; }
 
 // A thread's V per-lane accumulators into one, pairwise.
 template <int V, int OP> __device__ __forceinline__ float tn_fold(const float (&acc)[V]) {
@@ -129,23 +160,23 @@ template <int V, int OP> __device__ __forceinline__ float tn_fold(const float (&
     return a[0];
 }
 
-template <int LANES, int OP> __device__ __forceinline__ float tn_warp_reduce(float v) {
+template <int LANES, int OP, typename X> __device__ __forceinline__ X tn_warp_reduce(X v) {
 #pragma unroll
-    for (int o = LANES / 2; o > 0; o >>= 1) v = tn_combine<OP>(v, __shfl_xor_sync(0xffffffffu, v, o));
+    for (int o = LANES / 2; o > 0; o >>= 1) v = tn_combine<OP>(v, tn_shfl_xor(v, o));
     return v;
 }
 
 // T > 32: each warp's lane 0 leaves its partial in slot[warp]; every thread then
 // combines all T/32 of them in the same order, so every thread gets the same value.
-template <int T, int OP> __device__ __forceinline__ float tn_row_reduce(float v, float *slot) {
+template <int T, int OP, typename X, typename SLOT> __device__ __forceinline__ X tn_row_reduce(X v, SLOT slot) {
     v = tn_warp_reduce<(T < 32 ? T : 32), OP>(v);
     if (T > 32) {
         const int tr = threadIdx.x % T;
-        if (tr % 32 == 0) slot[tr / 32] = v;
+        if (tr % 32 == 0) tn_slot_put(slot, tr / 32, v);
         __syncthreads();
-        v = slot[0];
+        v = tn_slot_get(slot, 0, v);
 #pragma unroll
-        for (int w = 1; w < T / 32; w++) v = tn_combine<OP>(v, slot[w]);
+        for (int w = 1; w < T / 32; w++) v = tn_combine<OP>(v, tn_slot_get(slot, w, v));
     }
     return v;
 }

@@ -94,7 +94,7 @@ extern "C" __global__ void __launch_bounds__(128, 4) tn_kernel(
                 }
             }
         }
-        const float s9 = tn_row_reduce<T, 0>(tn_fold<A, 0>(acc9), nullptr);
+        const float s9 = tn_row_reduce<T, 0>(tn_fold<A, 0>(acc9), (float *)nullptr);
         const float s11 = (s9 / s10);
         const float s13 = (s11 + s12);
         const float s14 = rsqrtf(s13);
