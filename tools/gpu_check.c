@@ -47,15 +47,17 @@ static const char k_fill_src[] =
     "    }\n"
     "}\n";
 
-/* neg_inf's mask (tn_check_options), the same on both sides. */
-#define TN_MASKED_EXPR "(r % 3 == 1 ? c < cols / 8 * 5 : r % 3 == 2 && c % 97 != 13)"
-static int masked(int64_t r, int64_t c, int64_t cols) { return r % 3 == 1 ? c < cols / 8 * 5 : r % 3 == 2 && c % 97 != 13; }
+/* neg_inf's mask (tn_check_options): one expression, compiled here and pasted into the device's kernel. */
+#define TN_MASKED(r, c, cols) ((r) % 3 == 1 ? (c) < (cols) / 8 * 5 : (r) % 3 == 2 && (c) % 97 != 13)
+#define TN_STR(x) #x
+#define TN_XSTR(x) TN_STR(x)
+static int masked(int64_t r, int64_t c, int64_t cols) { return TN_MASKED(r, c, cols); }
 static const char k_mask_src[] =
     "extern \"C\" __global__ void tn_kernel(void *p, long long rows, long long cols, long long stride, int dtype) {\n"
     "    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < rows * stride;\n"
     "         i += (long long)gridDim.x * blockDim.x) {\n"
     "        const long long r = i / stride, c = i % stride;\n"
-    "        if (c >= cols || !" TN_MASKED_EXPR ") continue;\n"
+    "        if (c >= cols || !" TN_XSTR(TN_MASKED(r, c, cols)) ") continue;\n"
     "        if (dtype == 0) ((unsigned *)p)[i] = 0xff800000u;\n"
     "        else ((tn_u16 *)p)[i] = dtype == 1 ? 0xfc00 : 0xff80;\n"
     "    }\n"

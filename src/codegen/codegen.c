@@ -262,6 +262,11 @@ static void emit_outside_element(gen *g, const unsigned char *need, int level, i
     tn_strbuf_append(g->sb, "        }\n");
 }
 
+/* The reciprocal of per-row value k, where elements are divided by it. */
+static void emit_rcp(gen *g, int k) {
+    if (divides_elements(g, k)) tn_strbuf_printf(g->sb, "        const float rcp%d = 1.0f / s%d;\n", k, k);
+}
+
 /* One pass over the row's vectors: phase `level` (its reductions) or, with
    level < 0, the output phase. */
 static void emit_phase(gen *g, int level) {
@@ -320,8 +325,8 @@ static void emit_phase(gen *g, int level) {
                              "        (void)osc%d;\n",
                              i, i, s, i, i, i, i, i);
         }
-        for (int k = i; k >= 0; k = k == i ? s : -1)
-            if (divides_elements(g, k)) tn_strbuf_printf(g->sb, "        const float rcp%d = 1.0f / s%d;\n", k, k);
+        emit_rcp(g, i);
+        if (s >= 0) emit_rcp(g, s);
     }
 }
 

@@ -138,10 +138,8 @@ static int is_f32(const tn_fusion *f, int i, tn_op_kind kind, int op) {
 }
 
 /* Online pairs (see analysis.h): S = sum(exp(t - M)) with M = max(t), every value f32 (so no rounding of the
-   fusion's is skipped), each M in one pair at most. Marks them where `pair`; returns how many. */
-static int find_online(const tn_fusion *f, tn_analysis *an, int pair) {
-    int pairs = 0;
-    unsigned char taken[TN_MAX_NODES] = {0};
+   fusion's is skipped), each M in one pair at most: marked, and counted in online_pairs. */
+static void find_online(const tn_fusion *f, tn_analysis *an) {
     for (int s = 0; s < f->num_nodes; s++) {
         if (!is_f32(f, s, TN_OP_REDUCE, TN_REDUCE_SUM)) continue;
         const int e = arg(f, s, 0);
@@ -149,32 +147,39 @@ static int find_online(const tn_fusion *f, tn_analysis *an, int pair) {
         const int d = arg(f, e, 0);
         if (!is_f32(f, d, TN_OP_BINARY, TN_BINARY_SUB)) continue;
         const int m = arg(f, d, 1);
-        if (!is_f32(f, m, TN_OP_REDUCE, TN_REDUCE_MAX) || arg(f, m, 0) != arg(f, d, 0) || taken[m]) continue;
-        taken[m] = 1;
-        pairs++;
-        if (pair) an->online_sum[m] = s + 1, an->online_max[s] = m + 1, an->online_exp[e] = m + 1;
+        if (!is_f32(f, m, TN_OP_REDUCE, TN_REDUCE_MAX) || arg(f, m, 0) != arg(f, d, 0) || an->online_sum[m]) continue;
+        an->online_sum[m] = s + 1, an->online_max[s] = m + 1, an->online_exp[e] = m + 1;
+        an->online_pairs++;
     }
-    return pairs;
 }
 
 static void analyze(const tn_fusion *f, tn_analysis *an, int online) {
     memset(an, 0, sizeof *an);
     an->num_nodes = f->num_nodes;
     an->min_row_elem_size = 16;
-    an->online_pairs = find_online(f, an, online);
+    find_online(f, an);
     for (int i = 0; i < f->num_nodes; i++) {
         const tn_node *n = &f->nodes[i];
         int lv = 0;
         for (int a = 0; a < n->nargs; a++)
             if (an->level[n->args[a].index] > lv) lv = an->level[n->args[a].index];
         if (n->kind == TN_OP_REDUCE && n->axis == TN_AXIS_INNER) lv++;
-        /* A pair's sum is reduced with its max, in its phase. */
-        an->level[i] = an->online_max[i] ? an->level[an->online_max[i] - 1] : lv;
+        /* Online, a pair's sum is reduced with its max, in its phase. */
+        an->level[i] = online && an->online_max[i] ? an->level[an->online_max[i] - 1] : lv;
     }
     for (int o = 0; o < f->num_outputs; o++) an->used[f->outputs[o].value.index] = 1;
     for (int i = f->num_nodes - 1; i >= 0; i--)
         if (an->used[i])
             for (int a = 0; a < f->nodes[i].nargs; a++) an->used[f->nodes[i].args[a].index] = 1;
+    /* A pair counts where an output needs its sum; only the online analysis keeps the marks (unused sums' levels
+       set above are no used value's). */
+    for (int s = 0; s < f->num_nodes; s++) {
+        if (!an->online_max[s]) continue;
+        if (!an->used[s]) an->online_pairs--;
+        if (an->used[s] && online) continue;
+        an->online_sum[an->online_max[s] - 1] = an->online_exp[arg(f, s, 0)] = 0;
+        an->online_max[s] = 0;
+    }
     for (int i = 0; i < f->num_nodes; i++) {
         const tn_node *n = &f->nodes[i];
         if (!an->used[i]) continue;
@@ -230,12 +235,7 @@ void tn_analyze(const tn_fusion *f, tn_analysis *an) { analyze(f, an, 0); }
 
 int tn_analyze_online(const tn_fusion *f, tn_analysis *an) {
     analyze(f, an, 1);
-    /* A pair whose sum no output needs is no pair (its max is reduced alone). */
-    int pairs = 0;
-    for (int i = 0; i < f->num_nodes; i++) pairs += an->online_max[i] && an->used[i];
-    if (pairs == an->online_pairs) return pairs;
-    analyze(f, an, 0);
-    return 0;
+    return an->online_pairs;
 }
 
 int tn_analysis_within_limits(const tn_analysis *a, char *err, size_t cap) {

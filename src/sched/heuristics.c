@@ -1633,13 +1633,9 @@ int tn_schedule(const tn_schedule_request *r, tn_plan_desc *p, char *err, size_t
     return 0;
 }
 
-/* The kinds whose reductions take an online pair (plan check): not the warp-specialized ring, nor peeled or
-   pipelined register plans; nor shared slices, sized for the few registers of many CTAs an SM (the pair's
-   second pass spilled 460 bytes in softmax 4096 x 65536's 8 x 64 at 7 an SM). */
-static int online_fits(const tn_plan_desc *p) {
-    return (p->kind == TN_PLAN_REGISTER || p->kind == TN_PLAN_TMA || p->kind == TN_PLAN_CLUSTER) && !p->peel &&
-           !p->pipeline && !p->shared_slice;
-}
+/* The plans that take an online pair (tn_plan_online_kind), but shared slices, sized for the few registers of
+   many CTAs an SM (the pair's second pass spilled 460 bytes in softmax 4096 x 65536's 8 x 64 at 7 an SM). */
+static int online_fits(const tn_plan_desc *p) { return tn_plan_online_kind(p) && !p->shared_slice; }
 
 int tn_schedule_candidates(const tn_schedule_request *r, tn_plan_desc *out, int cap) {
     tn_plan_desc base;

@@ -232,6 +232,11 @@ int tn_plan_desc_parse(const char *json, tn_plan_desc *out, char *err, size_t er
 
 int tn_max_cluster(int cc_major) { return cc_major >= 9 ? TN_MAX_CLUSTER_NONPORTABLE : 1; }
 
+int tn_plan_online_kind(const tn_plan_desc *p) {
+    return (p->kind == TN_PLAN_REGISTER || p->kind == TN_PLAN_TMA || p->kind == TN_PLAN_CLUSTER) && !p->peel &&
+           !p->pipeline;
+}
+
 int64_t tn_cluster_slice_vectors(int64_t nv, int cluster) { return cluster > 0 ? (nv + cluster - 1) / cluster : 0; }
 
 int tn_cluster_slices_fit(int64_t nv, int cluster) {
@@ -297,9 +302,7 @@ int tn_plan_desc_check(const tn_plan_desc *p, const tn_analysis *a, const tn_dev
     if (p->pdl != 0 && p->pdl != 1) REJECT("plan: pdl %d must be 0 or 1", p->pdl);
     if (p->pipeline != 0 && (p->pipeline != 1 || p->kind != TN_PLAN_REGISTER || p->peel))
         REJECT("plan: pipeline %d must be 0, or 1 in a register plan without peel", p->pipeline);
-    if (p->online != 0 &&
-        (p->online != 1 || !a->online_pairs || p->peel || p->pipeline ||
-         (p->kind != TN_PLAN_REGISTER && p->kind != TN_PLAN_TMA && p->kind != TN_PLAN_CLUSTER)))
+    if (p->online != 0 && (p->online != 1 || !a->online_pairs || !tn_plan_online_kind(p)))
         REJECT("plan: online %d must be 0, or 1 in a register, tma or cluster plan without peel or pipeline of a fusion "
                "that sums exp(t - max(t)) (%d such sums)", p->online, a->online_pairs);
     if (p->prefetch != 0 && (p->prefetch != 1 || p->kind != TN_PLAN_CLUSTER))

@@ -19,9 +19,9 @@ typedef enum tn_plan_kind {
 } tn_plan_kind;
 
 #define TN_MAX_STAGES 32
-#define TN_MAX_CLUSTER 8 /* the portable cluster size: the most the scheduler chooses */
-/* The most a plan may have on sm_90: tune's candidates of 16 CTAs, launched with the non-portable attribute
-   where the driver says such clusters run at all (the plan build asks it and refuses them otherwise). */
+#define TN_MAX_CLUSTER 8 /* the portable cluster size: the most the scheduler chooses but for few long rows */
+/* The most a plan may have on sm_90 (few long rows, and tune's candidates), launched with the non-portable
+   attribute where the driver says such clusters run at all (the plan build asks it and refuses them otherwise). */
 #define TN_MAX_CLUSTER_NONPORTABLE 16
 /* The largest cluster a plan may have on a device of compute capability cc_major.x (1: no clusters). */
 int tn_max_cluster(int cc_major);
@@ -42,8 +42,8 @@ typedef struct tn_plan_desc {
     int chunks;          /* tma-ws: slots one row group spans (a row longer than a slot streams through several) */
     int producer_regs;   /* tma-ws with register sharing: setmaxnreg of the producer group (0: no sharing) */
     int consumer_regs;   /* ... and of each consumer group */
-    int cluster;         /* cluster: CTAs a row is split over (2 to 8 as the scheduler chooses, 16 among tune's
-                            candidates on sm_90), each a slice of whole vectors: the
+    int cluster;         /* cluster: CTAs a row is split over (2 to 8; 16 on sm_90 for few long rows and among
+                            tune's candidates), each a slice of whole vectors: the
                             first cluster - 1 CTAs take tn_cluster_slice_vectors each, the last the rest;
                             1 for the other kinds */
     int smem_bytes;      /* dynamic shared memory per CTA */
@@ -73,6 +73,10 @@ typedef struct tn_plan_desc {
     int pdl;             /* 1: programmatic dependent launch (sm_90+) */
     char why[1024];      /* the scheduler's reasons, one clause per decision */
 } tn_plan_desc;
+
+/* Whether p's kind and fields let it reduce online pairs (plan field `online`): register, tma and cluster plans
+   without peel or pipeline. */
+int tn_plan_online_kind(const tn_plan_desc *p);
 
 /* One kernel launch of a plan. A plan is carried out as a list of them, in
    order, each through tn_launch (rt/launch.h). */
