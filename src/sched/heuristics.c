@@ -1374,6 +1374,16 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
     const int fits_sm = row_bytes + 1024 <= d->smem_per_block_optin;
     const int heavy = a->special_evals >= 2; /* special functions in two or more phases */
     const int must_carry = !forced && !few && fits_sm && heavy;
+    /* Heavy rows the tma plans would stream (the register plan's one CTA an SM, two rows in shared memory), but
+       at most TN_HEAVY_CLUSTER_ROWS_AN_SM rows an SM: split over a cluster at 2 CTAs an SM, carrying, each
+       thread at most TN_REG_BATCH_LONG vectors. The tma ring fills with a whole row before its first exp and
+       its one CTA an SM computes alone; over a few rows an SM that start is a large share of the time, where
+       the cluster's slice lands sooner and one CTA's loads overlap another's exps (tune on the H200, bf16
+       softmax: 512 x 32768 19.72 us over 2 CTAs of 256 x 8, 22.48 tma; 128 x 24576 6.43, 7.12; 2000 x 49152
+       102.61 over 4 of 256 x 6, 109.83; at 31 rows an SM even, 4096 x 32768 139.4 against tma's 141.0). */
+    const int heavy_waves = must_carry && one_cta && a->num_carried && two_rows_fit(d, row_bytes) &&
+                            ctas_an_sm(d, row_regs(r, reg.vec, reg.batch), reg.block_threads) < 2 &&
+                            r->rows <= (int64_t)TN_HEAVY_CLUSTER_ROWS_AN_SM * d->sm_count;
     /* N not a multiple of a 16-byte vector (odd N): the register plan holds the row in 16-byte vectors
        (peeled), a cluster only in narrower accesses. Rows narrowed by their alignment alone keep the few-row
        clusters they took before uneven slices (their vectors split evenly). */
@@ -1386,7 +1396,7 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
         spread_short_rows(r, p))
         return 1;
     if (!forced && !few && one_cta && r->rows * 4 > d->sm_count && pair_for_levels(r, &reg, p)) return 1;
-    if (!forced && !few) {
+    if (!forced && !few && !heavy_waves) {
         if (one_cta && r->rows * 4 > d->sm_count)
             REJECT("the register plan holds the row (%lld bytes) in one CTA and %lld rows keep the SMs busy",
                    (long long)row_bytes, (long long)r->rows);
@@ -1402,10 +1412,12 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
                    "tma plans stream it%s", a->special_evals,
                    a->num_carried ? ", two rows at once" : " (no value to carry in registers)");
     }
-    if (!forced && !few && share_long_slices(r, p)) return 1;
+    if (!forced && !few && !heavy_waves && share_long_slices(r, p)) return 1;
     /* Few rows take more vectors a thread, unless that leaves no room to carry (softmax 33 x 98304 over 8 CTAs of
        128 x 12 carrying exp: 8.3-8.9 us without carry, against 9.3 over 4 of 128 x 24). */
-    const int most = few && !(heavy && a->num_carried) ? TN_CLUSTER_FEW_BATCH : TN_REG_BATCH_LONGER;
+    const int most = few && !(heavy && a->num_carried) ? TN_CLUSTER_FEW_BATCH
+                     : heavy_waves                        ? TN_REG_BATCH_LONG
+                                                          : TN_REG_BATCH_LONGER;
     const int batch = slice_batch(a, most);
     const tn_plan_desc base = *p;
     int cl = !forced && !few && !heavy ? cluster_pick_streamed(r, p, batch, 1) : 0;

@@ -147,6 +147,9 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
 /* Fewest registers a thread a cluster kernel is compiled for when it aims at
    several CTAs an SM (ptxas spilled at 40; 168 held 16 vectors with room). */
 #define TN_CLUSTER_MIN_REGS 64
+/* Rows an SM up to which heavy rows that two of fit in shared memory split over a cluster rather than
+   stream through the tma ring (schedule_cluster, heavy_waves). */
+#define TN_HEAVY_CLUSTER_ROWS_AN_SM 16
 /* Threads a CTA the register plan aims for, in rows of fewer threads: tune on
    the H200 (bf16, 2026-12-04): rmsnorm 16384 x 1024 17.4 us at 2 rows of 64
    threads against 18.1 at 4; 4096 x 2048 9.5 at one row of 128 against 9.9 at

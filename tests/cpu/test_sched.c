@@ -419,10 +419,14 @@ static void test_decisions(tn_context *ctx) {
     CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_TMA && p.stages == 1 && p.grid == 4096 &&
               strstr(p.why, "two rows of 65536 bytes fit") && strstr(p.why, "in waves"),
           "softmax 4096x32768: tma, one stage in waves: %s", p.why);
+    /* At most 16 rows an SM: a cluster of 2 CTAs an SM carrying exp (512 rows: 4 an SM); more, the tma ring. */
     sm.rows = 512;
+    CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 2 &&
+              p.threads_per_row == 256 && p.batch == 8 && p.carry && p.ctas_per_sm == 2,
+          "softmax 512x32768: a cluster of 2 at 2 CTAs an SM, carrying: %s", p.why);
+    sm.rows = 16 * 132 + 1;
     CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_TMA && p.stages == 2 && p.grid == 132,
-          "softmax 512x32768: tma, two stages, persistent: %s", p.why);
-    sm.rows = 4096;
+          "softmax 2113x32768: tma, two stages, persistent: %s", p.why);
     sm.rows = 64;
     sm.cols = 65536;
     CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind != TN_PLAN_TMA_WS && strstr(p.why, "not tma-ws"),
