@@ -719,11 +719,22 @@ static void grid_stride_open(gen *g) {
                             "        const long long row = g * R + rr;\n"
                             "        const bool live = row < M;\n        (void)live;\n");
 }
-static void grid_stride_close(gen *g) {
-    if (g->p->threads_per_row > 32 && g->nred)
-        tn_strbuf_append(g->sb, "        __syncthreads();  // tn_red is reused by the next row group\n");
+/* The end of a row group taken by a loop that steps by `step` row groups: a barrier before tn_red is reused,
+   only where the CTA takes another (the test is the same for all its threads), so the CTA of one row group,
+   the small problems', exits without it. A pipelined plan's persistent CTAs take many (and ptxas spilled 8
+   bytes around the test in layernorm's 64 x 4): always. */
+static void row_group_close(gen *g, const char *step) {
+    if (g->p->threads_per_row > 32 && g->nred) {
+        if (g->p->pipeline)
+            tn_strbuf_append(g->sb, "        __syncthreads();  // tn_red is reused by the next row group\n");
+        else
+            tn_strbuf_printf(g->sb,
+                             "        if ((g + %s) * R < M) __syncthreads();  // tn_red is reused by the next row group\n",
+                             step);
+    }
     tn_strbuf_append(g->sb, "    }\n");
 }
+static void grid_stride_close(gen *g) { row_group_close(g, "gridDim.x"); }
 
 /* The ROW inputs' places in a stage: input k's rows at stage_elem_offset[k] *
    rows * (elements of a row in a stage) bytes, each `elems` elements long. */
@@ -913,7 +924,7 @@ static void cluster_open(gen *g) {
    here; the refill's barrier also guards tn_red. */
 static void cluster_close(gen *g) {
     if (!g->p->stages || g->released) {
-        grid_stride_close(g);
+        row_group_close(g, "gridDim.x / CL");
         return;
     }
     slice_refill(g);

@@ -128,6 +128,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) tn_kernel(
                 tn_vstore(out1 + row * out1_ld + vi * V, o1);
             }
         }
-        __syncthreads();  // tn_red is reused by the next row group
+        if ((g + gridDim.x / CL) * R < M) __syncthreads();  // tn_red is reused by the next row group
     }
 }

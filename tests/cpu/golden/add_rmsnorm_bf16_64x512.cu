@@ -101,6 +101,6 @@ extern "C" __global__ void __launch_bounds__(64) tn_kernel(
                 tn_vstore(out1 + row * out1_ld + vi * V, o1);
             }
         }
-        __syncthreads();  // tn_red is reused by the next row group
+        if ((g + gridDim.x) * R < M) __syncthreads();  // tn_red is reused by the next row group
     }
 }

@@ -154,6 +154,6 @@ extern "C" __global__ void __launch_bounds__(128) tn_kernel(
             }
             tn_vstore_peeled(out0 + row * out0_ld + H + vi * V, o0);
         }
-        __syncthreads();  // tn_red is reused by the next row group
+        if ((g + gridDim.x) * R < M) __syncthreads();  // tn_red is reused by the next row group
     }
 }

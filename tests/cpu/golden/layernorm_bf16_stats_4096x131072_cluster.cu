@@ -112,6 +112,6 @@ extern "C" __global__ void __launch_bounds__(128, 1) tn_kernel(
         }
         if (live && tr == 0 && rank == 0) out1[row] = s6;
         if (live && tr == 0 && rank == 0) out2[row] = s13;
-        __syncthreads();  // tn_red is reused by the next row group
+        if ((g + gridDim.x / CL) * R < M) __syncthreads();  // tn_red is reused by the next row group
     }
 }

@@ -91,6 +91,6 @@ extern "C" __global__ void __launch_bounds__(1024) tn_kernel(
         }
         if (live && tr == 0) out1[row] = s6;
         if (live && tr == 0) out2[row] = s13;
-        __syncthreads();  // tn_red is reused by the next row group
+        if ((g + gridDim.x) * R < M) __syncthreads();  // tn_red is reused by the next row group
     }
 }

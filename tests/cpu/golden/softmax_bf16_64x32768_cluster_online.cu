@@ -93,6 +93,6 @@ extern "C" __global__ void __launch_bounds__(128, 1) tn_kernel(
                 tn_vstore(out0 + row * out0_ld + vi * V, o0);
             }
         }
-        __syncthreads();  // tn_red is reused by the next row group
+        if ((g + gridDim.x / CL) * R < M) __syncthreads();  // tn_red is reused by the next row group
     }
 }
