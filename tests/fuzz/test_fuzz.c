@@ -126,10 +126,12 @@ int main(int argc, char **argv) {
         tn_plan_destroy(plan);
         plan = NULL;
         /* One in sixteen also at rows a CTA's registers cannot hold, many of them (the cluster plan's shared
-           slices, a cluster a row) and fewer (persistent clusters streaming the next row into a stage), and rows
-           whose vectors no cluster divides (uneven slices): the scheduler's plan compiles without spills. */
-        static const int64_t long_shapes[][2] = {{3200, 65536}, {600, 98304}, {1000, 100008}};
-        for (int i = 0; i < 3 && s % 16 == 1; i++) {
+           slices, a cluster a row) and fewer (persistent clusters streaming the next row into a stage), rows
+           whose vectors no cluster divides (uneven slices), and rows two of which fit in shared memory over a
+           few rows an SM (heavy fusions' clusters at 2 CTAs an SM): the scheduler's plan compiles without
+           spills. */
+        static const int64_t long_shapes[][2] = {{3200, 65536}, {600, 98304}, {1000, 100008}, {512, 24576}};
+        for (int i = 0; i < 4 && s % 16 == 1; i++) {
             const int64_t lr = long_shapes[i][0], ln = long_shapes[i][1];
             tn_plan_options dflt = {0, NULL, NULL};
             st = tn_plan_create(ctx, f, lr, ln, &dflt, &plan);
