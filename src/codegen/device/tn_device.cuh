@@ -149,14 +149,20 @@ __device__ __forceinline__ void tn_slot_put(tn_oslot s, int i, tn_online v) {
 __device__ __forceinline__ tn_online tn_slot_get(tn_oslot s, int i, tn_online) { return {s.p[i], s.p[s.stride + i]}; }
 
 // A thread's V per-lane accumulators into one, pairwise.
+// Each halving step its own instantiation, so every index is a constant: a loop over the halvings (w /= 2)
+// was left rolled in 16-lane folds (f8 outputs' vectors) and put the lanes in local memory.
+template <int W, int V, int OP> __device__ __forceinline__ void tn_fold_halves(float (&a)[V]) {
+    if constexpr (W > 0) {
+#pragma unroll
+        for (int i = 0; i < W; i++) a[i] = tn_combine<OP>(a[i], a[i + W]);
+        tn_fold_halves<W / 2, V, OP>(a);
+    }
+}
 template <int V, int OP> __device__ __forceinline__ float tn_fold(const float (&acc)[V]) {
     float a[V];
 #pragma unroll
     for (int i = 0; i < V; i++) a[i] = acc[i];
-#pragma unroll
-    for (int w = V / 2; w > 0; w /= 2)
-#pragma unroll
-        for (int i = 0; i < w; i++) a[i] = tn_combine<OP>(a[i], a[i + w]);
+    tn_fold_halves<V / 2, V, OP>(a);
     return a[0];
 }
 
