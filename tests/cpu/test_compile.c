@@ -336,6 +336,34 @@ static void compile_sixteen(tn_context *ctx, tn_builtin op, int64_t m, int64_t n
     tn_fusion_destroy(f);
 }
 
+/* The scheduler's plan for rows of in/w dtypes written as f8 (16-element vectors, 16 accumulator lanes a
+   reduction), a cluster plan unless softmax's carried exps do not fit one (512 x 100000 f16: tma): compiled
+   without spills or a stack (the lanes' fold once went to local memory in every such cluster plan). */
+static void compile_f8_cluster(tn_context *ctx, tn_builtin op, tn_dtype in, int64_t m, int64_t n, int *count) {
+    tn_builtin_options o = {in, in, TN_DTYPE_F8E4M3, 0};
+    tn_fusion *f = NULL;
+    tn_plan *plan = NULL;
+    tn_plan_options po = {0, NULL, NULL};
+    tn_status st = tn_fusion_builtin(ctx, op, &o, &f);
+    if (st == TN_STATUS_OK) st = tn_plan_create(ctx, f, m, n, &po, &plan);
+    CHECK(st == TN_STATUS_OK, "%s %s -> f8 %lldx%lld: %s", tn_builtin_name(op), tn_dtype_name(in), (long long)m,
+          (long long)n, tn_context_last_error(ctx));
+    if (st == TN_STATUS_OK) {
+        char *json = test_describe(plan, TN_DESCRIBE_JSON);
+        tn_resources r;
+        tn_plan_resources(plan, &r);
+        CHECK((strstr(json, "\"kind\": \"cluster\"") || (op == TN_BUILTIN_SOFTMAX && m == 512)) &&
+                  strstr(json, "\"vec\": 16") && r.spill_store_bytes == 0 && r.stack_bytes == 0,
+              "%s %s -> f8 %lldx%lld: a cluster plan of 16-element vectors without local memory: %d spill bytes, %d "
+              "stack: %s", tn_builtin_name(op), tn_dtype_name(in), (long long)m, (long long)n, r.spill_store_bytes,
+              r.stack_bytes, json);
+        free(json);
+        (*count)++;
+    }
+    tn_plan_destroy(plan);
+    tn_fusion_destroy(f);
+}
+
 /* A softmax plan of `kind` with carry (tune's candidate beside every register,
    cluster and tma plan of a fusion that has carried values): replayed from its
    JSON, compiled without spills, exp computed once per element (in the phase
@@ -588,6 +616,10 @@ void test_compile(void) {
         compile_peeled(ctx, (tn_builtin)op, TN_DTYPE_F16, TN_DTYPE_F16, TN_DTYPE_F16, 1000, 4100, 2, &plans);
         compile_peeled(ctx, (tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_F32, TN_DTYPE_F32, 1000, 8191, 0, &plans);
         compile_peeled(ctx, (tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_F8E4M3, 1000, 8191, 0, &plans);
+    }
+    for (int op = 0; op < TN_BUILTIN_COUNT; op++) {
+        compile_f8_cluster(ctx, (tn_builtin)op, TN_DTYPE_F16, 512, 100000, &plans);
+        compile_f8_cluster(ctx, (tn_builtin)op, TN_DTYPE_BF16, 64, 65536, &plans);
     }
     /* Rows whose vectors the cluster does not divide: the last CTA's slice shorter, in every cluster variant. */
     static const int64_t uneven[][2] = {{4096, 65544}, {512, 131080}, {1, 262136}, {4096, 300000}, {33, 100008}};
