@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Builds and runs the hardware probes (sm_90a, one GPU, ~20 s); output under $OUT (default probe-logs/).
+# Builds and runs the hardware probes (sm_90a, one GPU, ~30 s); output under $OUT (default probe-logs/).
 set -euo pipefail
 out=${OUT:-probe-logs}
 mkdir -p "$out"
 here=$(dirname "$0")
-for p in rowcopy clcopy; do
+for p in rowcopy clcopy tail; do
   nvcc -arch=sm_90a -O3 -o "/tmp/tn_probe_$p" "$here/$p.cu"
   "/tmp/tn_probe_$p" | tee "$out/$p.txt"
 done

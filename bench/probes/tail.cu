@@ -1,0 +1,134 @@
+// Probe: where a small problem's time goes (issue 9, part 3, the launch tail). M rows of N bf16 a CTA each,
+// launched back to back inside a CUDA graph with programmatic dependent launch (as tmanorm launches), one
+// kernel stage added at a time:
+//   0 empty       griddepcontrol.wait and launch_dependents only
+//   1 copy        + each thread loads its vectors of the row and stores them back
+//   2 warp        + a warp reduction of their squares (shuffles only), the row scaled by it
+//   3 cta         + the warps' sums met through shared memory and one barrier (rmsnorm without a weight)
+//   4 weight      + the weight's vectors loaded with the row and multiplied in (rmsnorm)
+//   5 end barrier + the barrier tmanorm's kernels had at every row group's end before session 8
+// The per-launch time is the graph's time over its launches; the differences between stages are what each
+// costs on the critical path.
+#include <cuda_bf16.h>
+#include "probe.h"
+
+template <int STAGE, int T, int P>
+__global__ void __launch_bounds__(T) tail(const uint4 *__restrict__ in, const uint4 *__restrict__ w, uint4 *__restrict__ out,
+                                          long long rows) {
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    if (STAGE == 0) return;
+    __shared__ float red[T / 32];
+    const long long row = blockIdx.x;
+    if (row >= rows) return;
+    uint4 b[P], c[P];
+#pragma unroll
+    for (int p = 0; p < P; p++) {
+        b[p] = __ldg(in + row * (T * P) + p * T + threadIdx.x);
+        if (STAGE >= 4) c[p] = __ldg(w + p * T + threadIdx.x);
+    }
+    float s = 1.0f;
+    if (STAGE >= 2) {
+        float acc = 0;
+#pragma unroll
+        for (int p = 0; p < P; p++) {
+            const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&b[p]);
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                const float2 f = __bfloat1622float2(h[k]);
+                acc += f.x * f.x + f.y * f.y;
+            }
+        }
+        if (STAGE == 2) {
+            for (int o = 16; o; o >>= 1) acc += __shfl_xor_sync(~0u, acc, o);
+        } else {
+            acc = block_sum<T>(acc, red);
+        }
+        s = rsqrtf(acc / (T * P * 8) + 1e-6f);
+    }
+#pragma unroll
+    for (int p = 0; p < P; p++) {
+        if (STAGE >= 2) {
+            __nv_bfloat162 *h = reinterpret_cast<__nv_bfloat162 *>(&b[p]);
+            const __nv_bfloat162 *g = reinterpret_cast<const __nv_bfloat162 *>(&c[p]);
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                float2 f = __bfloat1622float2(h[k]);
+                if (STAGE >= 4) {
+                    const float2 x = __bfloat1622float2(g[k]);
+                    f.x *= x.x, f.y *= x.y;
+                }
+                h[k] = __floats2bfloat162_rn(f.x * s, f.y * s);
+            }
+        }
+        out[row * (T * P) + p * T + threadIdx.x] = b[p];
+    }
+    if (STAGE >= 5) __syncthreads();
+}
+
+static const char *k_stage_names[] = {"empty", "copy", "warp", "cta", "weight", "end barrier"};
+
+// us a launch: LAUNCHES launches of the kernel, each with programmatic stream serialization, captured in a graph.
+template <int STAGE, int T, int P> int run(uint4 *in, uint4 *w, uint4 *out, long long rows) {
+    constexpr int LAUNCHES = 200;
+    cudaStream_t st;
+    CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)rows);
+    cfg.blockDim = dim3(T);
+    cfg.stream = st;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+    for (int i = 0; i < LAUNCHES; i++)
+        CK(cudaLaunchKernelEx(&cfg, tail<STAGE, T, P>, (const uint4 *)in, (const uint4 *)w, out, rows));
+    CK(cudaStreamEndCapture(st, &graph));
+    CK(cudaGraphInstantiate(&exec, graph, 0));
+    cudaEvent_t a, b;
+    cudaEventCreate(&a), cudaEventCreate(&b);
+    float best = 1e30f;
+    for (int r = 0; r < 12; r++) {
+        CK(cudaEventRecord(a, st));
+        CK(cudaGraphLaunch(exec, st));
+        CK(cudaEventRecord(b, st));
+        CK(cudaEventSynchronize(b));
+        float ms;
+        cudaEventElapsedTime(&ms, a, b);
+        if (r >= 2 && ms < best) best = ms; /* the first two warm up */
+    }
+    printf("M %5lld  N %6d  T %4d  P %d  %-12s %7.3f us a launch\n", rows, T * P * 8, T, P, k_stage_names[STAGE],
+           best * 1e3 / LAUNCHES);
+    cudaEventDestroy(a), cudaEventDestroy(b);
+    CK(cudaGraphExecDestroy(exec));
+    CK(cudaGraphDestroy(graph));
+    CK(cudaStreamDestroy(st));
+    return 0;
+}
+
+template <int T, int P> int stages(uint4 *in, uint4 *w, uint4 *out, long long rows) {
+    return run<0, T, P>(in, w, out, rows) || run<1, T, P>(in, w, out, rows) || run<2, T, P>(in, w, out, rows) ||
+           run<3, T, P>(in, w, out, rows) || run<4, T, P>(in, w, out, rows) || run<5, T, P>(in, w, out, rows);
+}
+
+int main() {
+    const size_t bytes = 64ull << 20;
+    void *in, *out, *w;
+    double ceiling;
+    if (probe_setup(&in, &out, bytes, &ceiling)) return 1;
+    CK(cudaMalloc(&w, 1 << 20));
+    CK(cudaMemset(w, 0x3c, 1 << 20));
+    uint4 *i4 = (uint4 *)in, *o4 = (uint4 *)out, *w4 = (uint4 *)w;
+    for (long long rows : {1LL, 8LL, 64LL}) {
+        if (stages<512, 1>(i4, w4, o4, rows)) return 1;  // N 4096: tmanorm's register plan, 512 threads x 1
+        if (stages<128, 4>(i4, w4, o4, rows)) return 1;  // N 4096 over 4 warps
+        if (stages<512, 2>(i4, w4, o4, rows)) return 1;  // N 8192
+        if (stages<256, 4>(i4, w4, o4, rows)) return 1;  // N 8192 over 8 warps
+        if (stages<512, 4>(i4, w4, o4, rows)) return 1;  // N 16384
+    }
+    return 0;
+}
