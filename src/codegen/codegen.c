@@ -283,10 +283,9 @@ static void emit_phase(gen *g, int level) {
     }
     int pairs = 0;
     for (int i = 0; i < f->num_nodes && !out_phase; i++) pairs += a->online_sum[i] && a->level[i] == level;
+    const int last = out_phase || (level == a->num_levels && !a->num_row_outputs);
     g->first_phase = level == 1 || (out_phase && a->num_levels == 0);
-    g->last_phase = out_phase || (level == a->num_levels && !a->num_row_outputs);
-    const int last = g->last_phase;
-    g->last_phase = last && !pairs;
+    g->last_phase = last && !pairs; /* an online pair's second pass is the phase's last */
     g->storage->loop_open(g, out_phase);
     emit_element_loop_body(g, need, level, phase, "                ");
     g->storage->loop_close(g);

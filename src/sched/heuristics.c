@@ -473,6 +473,13 @@ static void tma_in_waves(const tn_schedule_request *r, tn_plan_desc *p) {
         "another's work", (long long)groups);
 }
 
+/* Whether rows the register plan `reg` holds are the tma plans' (schedule_tma): `reg` holds them at one CTA
+   an SM, the fusion evaluates special functions in two or more phases and two rows fit in shared memory. */
+static int tma_takes_from_registers(const tn_schedule_request *r, const tn_plan_desc *reg) {
+    return ctas_an_sm(r->props, row_regs(r, reg->vec, reg->batch), reg->block_threads) < 2 &&
+           r->analysis->special_evals >= 2 && two_rows_fit(r->props, r->cols * r->analysis->buffer_elem_bytes);
+}
+
 static int schedule_tma(const tn_schedule_request *r, tn_plan_desc *p, int forced, char *err, size_t cap) {
     const tn_analysis *a = r->analysis;
     const tn_device_props *d = r->props;
@@ -492,7 +499,7 @@ static int schedule_tma(const tn_schedule_request *r, tn_plan_desc *p, int force
         char reg_err[256];
         if (!avoided(r, TN_PLAN_REGISTER) && schedule_register(r, &reg, 0, reg_err, sizeof reg_err)) {
             const int64_t reg_ctas = ctas_an_sm(d, row_regs(r, reg.vec, reg.batch), reg.block_threads);
-            if (reg_ctas >= 2 || a->special_evals < 2 || !two_rows_fit(d, row_bytes))
+            if (!tma_takes_from_registers(r, &reg))
                 REJECT("the register plan holds the row (%lld bytes) in registers, %lld CTA%s an SM%s",
                        (long long)row_bytes, (long long)reg_ctas, reg_ctas == 1 ? "" : "s",
                        reg_ctas >= 2 || a->special_evals < 2 ? "" : ", and two rows do not fit in shared memory");
@@ -1381,8 +1388,7 @@ static int schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int f
        the cluster's slice lands sooner and one CTA's loads overlap another's exps (tune on the H200, bf16
        softmax: 512 x 32768 19.72 us over 2 CTAs of 256 x 8, 22.48 tma; 128 x 24576 6.43, 7.12; 2000 x 49152
        102.61 over 4 of 256 x 6, 109.83; at 31 rows an SM even, 4096 x 32768 139.4 against tma's 141.0). */
-    const int heavy_waves = must_carry && one_cta && a->num_carried && two_rows_fit(d, row_bytes) &&
-                            ctas_an_sm(d, row_regs(r, reg.vec, reg.batch), reg.block_threads) < 2 &&
+    const int heavy_waves = must_carry && one_cta && a->num_carried && tma_takes_from_registers(r, &reg) &&
                             r->rows <= (int64_t)TN_HEAVY_CLUSTER_ROWS_AN_SM * d->sm_count;
     /* N not a multiple of a 16-byte vector (odd N): the register plan holds the row in 16-byte vectors
        (peeled), a cluster only in narrower accesses. Rows narrowed by their alignment alone keep the few-row
