@@ -403,7 +403,9 @@ static const row_index *slice_index(const gen *g) { return g->uneven ? &k_uneven
    (weight, bias) into registers with the row's own loads: a latency-bound row
    then waits for memory once, not again after its reductions. */
 #define TN_COL_IN_REGISTERS_MAX_VECTORS 2
-static int cols_in_registers(const gen *g) { return g->p->batch <= TN_COL_IN_REGISTERS_MAX_VECTORS && !g->p->col_cache; }
+static int cols_in_registers(const gen *g) {
+    return g->p->cols_early || (g->p->batch <= TN_COL_IN_REGISTERS_MAX_VECTORS && !g->p->col_cache);
+}
 
 /* A peeled row (plan field peel): its first 16-byte boundary, found from the narrowest ROW tensor (the
    launch checked that every other one is at the same offset from a boundary, in its own elements), its whole

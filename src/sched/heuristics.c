@@ -1624,6 +1624,54 @@ static int common_fields(const tn_schedule_request *r, tn_plan_desc *p, char *er
     return 1;
 }
 
+/* ---- register and cluster: the COL vectors with the row's loads ------------------------------- */
+
+/* The launch bound (ctas_per_sm) under which plan p takes its COL vectors (weight, bias) into registers with
+   the row's own loads (plan field cols_early) rather than after the reductions; -1 where it does not. Where
+   every CTA is resident at once and takes one row group, nothing hides that second wait for memory (tune,
+   H100, add_rmsnorm bf16 5 x 40960: 3.60 us over 8 CTAs of 512 x 2, whose weight comes with the row, against
+   3.98-4.61 for slices of 3-5 vectors a thread that load it after the cluster's exchange). The registers the
+   plan already counts must leave room for them at the CTAs an SM that one wave needs (a cluster plan one more
+   where it needs two or more, as clusters pack into GPCs: clusters_all_run); a few-row cluster plan's bound
+   above that (bound_ctas, for more clusters at once) comes down to it. Rows of 2 vectors a thread or fewer
+   take their COL vectors so anyway. */
+static int cols_early_bound(const tn_schedule_request *r, const tn_plan_desc *p) {
+    const tn_analysis *a = r->analysis;
+    const tn_device_props *d = r->props;
+    if (!a->col_elem_bytes || p->batch <= 2 || p->cols_early || p->pipeline || !tn_plan_cols_early_kind(p))
+        return -1;
+    const int cluster = p->kind == TN_PLAN_CLUSTER;
+    const int64_t groups = cluster ? r->rows : ceil_div(r->rows, p->rows_per_cta);
+    if ((cluster ? p->grid / p->cluster : p->grid) < groups) return -1; /* CTAs loop: the next group hides it */
+    int64_t per_sm = ceil_div(p->grid, d->sm_count);
+    if (cluster && per_sm >= 2) per_sm++;
+    if (per_sm * p->block_threads > d->max_threads_per_sm) return -1;
+    /* Their words counted as the row's are (TN_REG_NEED: twice, raw and converted; at once they spilled 4 bytes
+       in add_rmsnorm 1 x 262144's 16 CTAs of 128 x 16). */
+    const int64_t cols = 2 * p->batch * ceil_div((int64_t)p->vec * a->col_elem_bytes, 4);
+    const int64_t carried = p->carry ? tn_plan_carry_floats(p, a->num_carried) : 0;
+    const int64_t regs = (cluster ? slice_regs(r, p->vec, p->batch) : row_regs(r, p->vec, p->batch)) + carried;
+    if (p->ctas_per_sm > per_sm && regs + cols > regs_cap(d, p->ctas_per_sm * p->block_threads))
+        return regs + cols <= regs_cap(d, (int)(per_sm * p->block_threads)) ? (per_sm >= 2 ? (int)per_sm : 0) : -1;
+    per_sm = per_sm > p->ctas_per_sm ? per_sm : p->ctas_per_sm;
+    return regs + cols <= regs_cap(d, (int)(per_sm * p->block_threads)) ? p->ctas_per_sm : -1;
+}
+
+static tn_plan_desc with_cols_early(const tn_plan_desc *p, int bound) {
+    tn_plan_desc q = *p;
+    q.cols_early = 1;
+    q.ctas_per_sm = bound;
+    return q;
+}
+
+static void choose_cols_early(const tn_schedule_request *r, tn_plan_desc *p) {
+    const int bound = cols_early_bound(r, p), was = p->ctas_per_sm;
+    if (bound < 0) return;
+    *p = with_cols_early(p, bound);
+    why(p, "cols_early: the COL vectors loaded with the row's, as every CTA runs at once and takes one row group");
+    if (bound != was) why(p, "compiled for %d CTAs an SM (%d before): the wave needs no more", bound, was);
+}
+
 int tn_schedule(const tn_schedule_request *r, tn_plan_desc *p, char *err, size_t cap) {
     tn_plan_desc base;
     if (!common_fields(r, &base, err, cap)) return 0;
@@ -1638,7 +1686,10 @@ int tn_schedule(const tn_schedule_request *r, tn_plan_desc *p, char *err, size_t
         if (forced) why(p, "%s plan forced", tn_plan_kind_name(k->kind));
         else if (passed[0]) why(p, "%s", passed);
         if (!forced && avoided(r, k->kind)) snprintf(why_not, sizeof why_not, "ptxas spilled in its plan");
-        else if (k->schedule(r, p, forced, why_not, sizeof why_not)) return 1;
+        else if (k->schedule(r, p, forced, why_not, sizeof why_not)) {
+            choose_cols_early(r, p);
+            return 1;
+        }
         if (forced) {
             snprintf(err, cap, "%s plan: %s", tn_plan_kind_name(k->kind), why_not);
             return 0;
@@ -1670,6 +1721,13 @@ int tn_schedule_candidates(const tn_schedule_request *r, tn_plan_desc *out, int 
         if (carry_fits(r, &out[i])) {
             out[n] = out[i];
             out[n++].carry = 1;
+        }
+    /* ... and each plan that would wait for its COL vectors after the reductions with nothing to hide it, again
+       with them taken with the row's loads (cols_early_bound). */
+    for (int i = 0, plain = n; i < plain && n < cap; i++)
+        if (cols_early_bound(r, &out[i]) >= 0) {
+            out[n] = with_cols_early(&out[i], cols_early_bound(r, &out[i]));
+            n++;
         }
     /* ... and each plan of a fusion with online pairs (softmax's max and sum of exp) again with them reduced
        together (of a plan and its carrying twin, the twin): one reduction round and one cluster exchange a row

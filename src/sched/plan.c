@@ -35,7 +35,7 @@ static const field k_fields[] = {F64(rows), F64(cols), F32(vec), F32(threads_per
                                  OPT(stages, 0), OPT(smem_bytes, 0), OPT(pdl, 0), OPT(consumer_groups, 0),
                                  OPT(chunks, 1), OPT(producer_regs, 0), OPT(consumer_regs, 0), OPT(cluster, 1),
                                  OPT(ctas_per_sm, 0), OPT(prefetch, 0), OPT(carry, 0),
-                                 OPT(shared_slice, 0), OPT(col_cache, 0), OPT(peel, 0),
+                                 OPT(shared_slice, 0), OPT(col_cache, 0), OPT(cols_early, 0), OPT(peel, 0),
                                  OPT(pipeline, 0), OPT(online, 0)};
 #define NUM_FIELDS (sizeof k_fields / sizeof k_fields[0])
 
@@ -232,6 +232,10 @@ int tn_plan_desc_parse(const char *json, tn_plan_desc *out, char *err, size_t er
 
 int tn_max_cluster(int cc_major) { return cc_major >= 9 ? TN_MAX_CLUSTER_NONPORTABLE : 1; }
 
+int tn_plan_cols_early_kind(const tn_plan_desc *p) {
+    return p->kind == TN_PLAN_REGISTER || (p->kind == TN_PLAN_CLUSTER && !p->shared_slice && !p->col_cache);
+}
+
 int tn_plan_online_kind(const tn_plan_desc *p) {
     return (p->kind == TN_PLAN_REGISTER || p->kind == TN_PLAN_TMA || p->kind == TN_PLAN_CLUSTER) && !p->peel &&
            !p->pipeline;
@@ -319,6 +323,9 @@ int tn_plan_desc_check(const tn_plan_desc *p, const tn_analysis *a, const tn_dev
                p->threads_per_row);
     if (p->col_cache != 0 && (p->col_cache != 1 || p->kind != TN_PLAN_CLUSTER || !a->col_elem_bytes))
         REJECT("plan: col_cache %d must be 0, or 1 in a cluster plan of a fusion with a COL input", p->col_cache);
+    if (p->cols_early != 0 && (p->cols_early != 1 || !tn_plan_cols_early_kind(p) || !a->col_elem_bytes))
+        REJECT("plan: cols_early %d must be 0, or 1 in a register plan or a cluster plan whose slice is in registers "
+               "(no shared_slice, no col_cache) of a fusion with a COL input", p->cols_early);
     if (p->carry != 0 && (p->carry != 1 || !tn_plan_carry_floats(p, 1)))
         REJECT("plan: carry %d must be 0, or 1 in a register, cluster or tma plan", p->carry);
     if (p->carry && !a->num_carried)

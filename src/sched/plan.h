@@ -58,6 +58,10 @@ typedef struct tn_plan_desc {
                             phase reads it there (few registers, more CTAs an SM); 0 = taken into registers */
     int col_cache;       /* cluster: 1 = each CTA loads its slice of every COL input (weight, bias) into shared
                             memory once and every row reads it there, not from L2 */
+    int cols_early;      /* register, cluster with its slice in registers: 1 = each thread's vectors of every COL
+                            input (weight, bias) loaded into registers with the row's own loads, so a row that
+                            nothing else hides (the grid in one wave) waits for memory once, not again after its
+                            reductions; rows of 2 vectors a thread or fewer do so without it */
     int peel;            /* register: 1 = each row's vectors start at its first 16-byte boundary (rows of any
                             length and alignment: odd N, offset views); the elements before it and after the
                             last whole vector, at most 2 vec - 2, are taken one each by the row's first threads.
@@ -74,6 +78,9 @@ typedef struct tn_plan_desc {
     char why[1024];      /* the scheduler's reasons, one clause per decision */
 } tn_plan_desc;
 
+/* Whether p's kind and fields let it take its COL vectors with the row's loads (plan field `cols_early`): register
+   plans and cluster plans whose slice is in registers. */
+int tn_plan_cols_early_kind(const tn_plan_desc *p);
 /* Whether p's kind and fields let it reduce online pairs (plan field `online`): register, tma and cluster plans
    without peel or pipeline. */
 int tn_plan_online_kind(const tn_plan_desc *p);

@@ -2,6 +2,7 @@
    alignment, target), the JSON round trip, and the checker's rejections. */
 #include <string.h>
 
+#include "codegen/codegen.h"
 #include "ir/ir.h"
 #include "sched/heuristics.h"
 #include "test.h"
@@ -893,6 +894,56 @@ static void test_pipeline(tn_context *ctx) {
     tn_fusion_destroy(f);
 }
 
+/* cols_early: the COL vectors with the row's loads where every CTA runs at once and takes one row group (few long
+   rows of a fusion with a weight), not where CTAs loop over row groups, never for a fusion without a COL input;
+   the generated kernel then loads the weight before its first reduction. */
+static void test_cols_early(tn_context *ctx) {
+    tn_device_props d;
+    tn_device_props_for_target("h200", &d);
+    tn_builtin_options o = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0};
+    tn_fusion *f = NULL;
+    tn_fusion_builtin(ctx, TN_BUILTIN_ADD_RMSNORM, &o, &f);
+    tn_analysis a;
+    tn_analyze(f, &a);
+    tn_schedule_request req = {&a, 5, 40960, 16, -1, &d};
+    tn_plan_desc p;
+    char err[320];
+    CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.batch > 2 && p.cols_early &&
+              p.grid == 5 * (int64_t)p.cluster && strstr(p.why, "cols_early"),
+          "add_rmsnorm 5x40960: cols_early: %s", p.why);
+    tn_strbuf sb;
+    tn_strbuf_init(&sb, NULL);
+    tn_codegen(f, &a, &p, &sb);
+    const char *weight = strstr(sb.data, "tn_vload(cc"), *reduce = strstr(sb.data, "tn_cluster_reduce<");
+    CHECK(weight && reduce && weight < reduce, "add_rmsnorm 5x40960: the weight loaded after the reduction");
+    tn_strbuf_free(&sb);
+    req.rows = 4096;
+    req.cols = 32768;
+    CHECK(tn_schedule(&req, &p, err, sizeof err) && !p.cols_early, "add_rmsnorm 4096x32768: cols_early: %s", p.why);
+    p.cols_early = 1; /* valid in any register plan (tune may time it) */
+    CHECK(tn_plan_desc_check(&p, &a, &d, 16, err, sizeof err), "cols_early in a register plan: %s", err);
+    static tn_plan_desc c[1024];
+    req.rows = 5;
+    req.cols = 40960;
+    int found = 0;
+    for (int k = 0, n = tn_schedule_candidates(&req, c, 1024); k < n; k++)
+        if (c[k].cols_early) {
+            found++;
+            CHECK(tn_plan_desc_check(&c[k], &a, &d, 16, err, sizeof err) && c[k].batch > 2 &&
+                      c[k].grid >= 5 * (int64_t)c[k].cluster,
+                  "cols_early candidate: %s", err);
+        }
+    CHECK(found > 0, "add_rmsnorm 5x40960: no cols_early candidate");
+    tn_fusion_destroy(f);
+    tn_fusion_builtin(ctx, TN_BUILTIN_SOFTMAX, &o, &f);
+    tn_analyze(f, &a);
+    CHECK(tn_schedule(&req, &p, err, sizeof err) && !p.cols_early, "softmax 5x40960: cols_early: %s", p.why);
+    p.cols_early = 1;
+    CHECK(!tn_plan_desc_check(&p, &a, &d, 16, err, sizeof err) && strstr(err, "cols_early"),
+          "cols_early without a COL input: %s", err);
+    tn_fusion_destroy(f);
+}
+
 void test_sched(void) {
     tn_context *ctx = test_context();
     test_candidates(ctx);
@@ -904,5 +955,6 @@ void test_sched(void) {
     test_register_split();
     test_uneven_slices(ctx);
     test_pipeline(ctx);
+    test_cols_early(ctx);
     tn_context_destroy(ctx);
 }

@@ -471,6 +471,33 @@ static void run_pipelined(tn_context *ctx, int quick) {
         }
 }
 
+/* Plan field cols_early (the COL vectors loaded with the row's): set on register plans (several rows a CTA,
+   peeled, pipelined) and cluster plans (even, uneven and staged slices), and taken off the scheduler's few-row
+   cluster plans that choose it; mixed weight dtypes, padded rows. Softmax (no COL input) is refused. */
+static void run_cols_early(tn_context *ctx, int quick, int sm90) {
+    static const struct { int64_t rows, cols; const char *kind; int stages; int64_t pipeline, pad; tn_dtype dt, w;
+                          int quick; } v[] = {
+        {1000, 24576, "register", 0, 0, 0, TN_DTYPE_BF16, TN_DTYPE_F32, 1},
+        {3, 12289, NULL, 0, 0, 0, TN_DTYPE_BF16, TN_DTYPE_BF16, 1},  /* peeled */
+        {257, 4096, "register", 0, 0, 8, TN_DTYPE_F16, TN_DTYPE_F16, 0},
+        {16384, 1024, "register", 0, 132, 0, TN_DTYPE_BF16, TN_DTYPE_BF16, 0},
+        {5, 40960, NULL, 0, 0, 0, TN_DTYPE_BF16, TN_DTYPE_BF16, 1}, /* the scheduler's cluster plan takes it */
+        {1, 65536, NULL, 0, 0, 0, TN_DTYPE_F16, TN_DTYPE_F32, 0},
+        {16, 131072, NULL, 0, 0, 0, TN_DTYPE_F32, TN_DTYPE_F32, 0},
+        {3, 65544, "cluster", 0, 0, 0, TN_DTYPE_BF16, TN_DTYPE_BF16, 1}, /* uneven slices */
+        {64, 65536, "cluster", 0, 0, 0, TN_DTYPE_BF16, TN_DTYPE_F32, 0},
+        {257, 100008, "cluster", 2, 0, 0, TN_DTYPE_BF16, TN_DTYPE_BF16, 0}}; /* staged slices */
+    for (int op = 0; op < TN_BUILTIN_COUNT; op++)
+        for (int i = 0; i < (int)(sizeof v / sizeof v[0]); i++)
+            for (int off = 0; off < 2; off++) {
+                if (op == TN_BUILTIN_SOFTMAX || (quick && !v[i].quick) || (!sm90 && v[i].cols > 32768)) continue;
+                const tn_dtype out = v[i].w == TN_DTYPE_F32 ? TN_DTYPE_F32 : v[i].dt;
+                gpu_case c = {(tn_builtin)op, v[i].dt, v[i].w, out, 0, v[i].rows, v[i].cols, v[i].kind, v[i].pad, 0};
+                c.set = "cols_early", c.set_off = off, c.stages = v[i].stages, c.pipeline_grid = v[i].pipeline;
+                run_case(ctx, &c);
+            }
+}
+
 /* tune's online candidates (softmax's max and sum of exp reduced as one pair) over every kind they take, bf16,
    f16 and f32, rows of 1 to 65536, N from 7 to 262144 (odd and narrow too), every k-th candidate a shape (all
    under --quick's few shapes; the first of each under --smoke); each also with masked rows (-inf over most of some rows: threads, and CTAs of a
@@ -939,6 +966,7 @@ int main(int argc, char **argv) {
         run_peeled(ctx, 1);
         run_in_place(ctx, 1);
         run_online(ctx, 2);
+        run_cols_early(ctx, 1, props.cc_major >= 9);
         check_carry(ctx, props.cc_major >= 9, 1);
         if (props.cc_major >= 9) check_pdl_chain(ctx, 8, 4096);
         goto report;
@@ -974,6 +1002,7 @@ int main(int argc, char **argv) {
     run_pipelined(ctx, quick || sanitize);
     if (props.cc_major >= 9) run_sixteen(ctx, quick || sanitize);
     run_online(ctx, quick || sanitize);
+    run_cols_early(ctx, quick || sanitize, props.cc_major >= 9);
     /* Mixed dtypes, saved statistics, f8 outputs. */
     const int64_t mixed_cols[] = {4096, 4097, 8192};
     for (int op = 0; op < TN_BUILTIN_COUNT; op++)
