@@ -1669,7 +1669,8 @@ static void choose_cols_early(const tn_schedule_request *r, tn_plan_desc *p) {
     if (bound < 0) return;
     *p = with_cols_early(p, bound);
     why(p, "cols_early: the COL vectors loaded with the row's, as every CTA runs at once and takes one row group");
-    if (bound != was) why(p, "compiled for %d CTAs an SM (%d before): the wave needs no more", bound, was);
+    if (bound != was && bound) why(p, "compiled for %d CTAs an SM (%d before): the wave needs no more", bound, was);
+    if (bound != was && !bound) why(p, "no launch bound (%d CTAs an SM before): the wave needs one an SM", was);
 }
 
 int tn_schedule(const tn_schedule_request *r, tn_plan_desc *p, char *err, size_t cap) {

@@ -183,9 +183,11 @@ static int run_case(tn_context *ctx, const gpu_case *c) {
         tn_plan_destroy(plan);
         plan = NULL;
         st = replay_desc(ctx, f, c->rows, c->cols, c->desc, &plan);
-        snprintf(label + strlen(label), sizeof label - strlen(label), " candidate: %s cluster %d x %d threads x %d%s%s%s",
+        snprintf(label + strlen(label), sizeof label - strlen(label), " candidate: %s cluster %d x %d threads x %d%s%s%s%s%s%s",
                  tn_plan_kind_name(c->desc->kind), c->desc->cluster, c->desc->threads_per_row, c->desc->batch,
-                 c->desc->ctas_per_sm ? " bound" : "", c->desc->carry ? " carry" : "", c->desc->online ? " online" : "");
+                 c->desc->ctas_per_sm ? " bound" : "", c->desc->carry ? " carry" : "", c->desc->online ? " online" : "",
+                 c->desc->rows_per_cta > 1 ? " rows" : "", c->desc->pipeline ? " pipelined" : "",
+                 c->desc->cols_early ? " cols_early" : "");
     if (c->neg_inf) snprintf(label + strlen(label), sizeof label - strlen(label), " masked (-inf)");
     }
     if (st == TN_STATUS_OK) tn_gpu_plan_kind(plan, kind, sizeof kind);
@@ -496,6 +498,37 @@ static void run_cols_early(tn_context *ctx, int quick, int sm90) {
                 c.set = "cols_early", c.set_off = off, c.stages = v[i].stages, c.pipeline_grid = v[i].pipeline;
                 run_case(ctx, &c);
             }
+    /* Where the generated code changes only past 2 vectors a thread: tune's register candidates of several rows
+       a CTA and pipelined ones, at 3 or more vectors a thread, with cols_early set (the first of each). */
+    static const struct { int64_t rows, cols; } w[] = {{257, 4096}, {65536, 2048}};
+    static tn_plan_desc cand[1024];
+    tn_device_props props;
+    tn_context_device_props(ctx, &props);
+    for (int op = 0; op < TN_BUILTIN_COUNT; op++)
+        for (int i = 0; i < (int)(sizeof w / sizeof w[0]) && op != TN_BUILTIN_SOFTMAX; i++) {
+            tn_builtin_options bo = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0};
+            tn_fusion *f = NULL;
+            tn_fusion_builtin(ctx, (tn_builtin)op, &bo, &f);
+            static tn_analysis a;
+            tn_analyze(f, &a);
+            tn_schedule_request req = {&a, w[i].rows, w[i].cols, 16, -1, &props};
+            const int n = tn_schedule_candidates(&req, cand, 1024);
+            for (int want = 0; want < 2; want++) /* several rows a CTA, then pipelined */
+                for (int k = 0; k < n; k++) {
+                    const tn_plan_desc *q = &cand[k];
+                    if (q->kind != TN_PLAN_REGISTER || q->batch <= 2 || q->peel ||
+                        (want ? !q->pipeline : q->pipeline || q->rows_per_cta < 2))
+                        continue;
+                    tn_plan_desc early = *q;
+                    early.cols_early = 1;
+                    gpu_case g = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, w[i].rows, w[i].cols,
+                                  NULL, 0, 0};
+                    g.desc = &early;
+                    run_case(ctx, &g);
+                    break;
+                }
+            tn_fusion_destroy(f);
+        }
 }
 
 /* tune's online candidates (softmax's max and sum of exp reduced as one pair) over every kind they take, bf16,
