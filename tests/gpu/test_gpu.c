@@ -217,7 +217,10 @@ static int run_case(tn_context *ctx, const gpu_case *c) {
         if (c->shared) snprintf(key, sizeof key, "\"shared_slice\": 1");
         else if (c->stages) snprintf(key, sizeof key, "\"stages\": %d", c->stages);
         else snprintf(key, sizeof key, "\"%s\": %d", c->set, !c->set_off);
-        if (!described_ok || !strstr(described, key) || (c->col_cache && !strstr(described, "\"col_cache\": 1")))
+        char set_key[64] = "";
+        if (c->set && (c->shared || c->stages)) snprintf(set_key, sizeof set_key, "\"%s\": %d", c->set, !c->set_off);
+        if (!described_ok || !strstr(described, key) || (c->col_cache && !strstr(described, "\"col_cache\": 1")) ||
+            (set_key[0] && !strstr(described, set_key)))
             bad = "the plan that ran does not have the field set", st = TN_STATUS_INTERNAL;
         /* A shared slice launches the grid it was given: a cluster a row (in waves) or a third of that (looping). */
         long long grid;
