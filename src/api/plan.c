@@ -295,23 +295,6 @@ static tn_status schedule_build(tn_plan *plan, tn_variant *var, build_for b, int
     char last[512];
     snprintf(last, sizeof last, "%s", tn_error_text(plan->ctx));
     if (st == TN_STATUS_OK) st = build_variant(plan, var, &desc);
-    /* COL vectors taken with the row's loads (cols_early) on registers the estimate had room for; where ptxas
-       spilled anyway, the same plan loading them after the reductions, if it spills less. */
-    if (st == TN_STATUS_OK && var->desc.cols_early && spill_bytes(var)) {
-        tn_plan_desc late = var->desc;
-        late.cols_early = 0;
-        tn_variant other;
-        memset(&other, 0, sizeof other);
-        if (build_alternative(plan, &other, &late) == TN_STATUS_OK) {
-            if (spill_bytes(&other) < spill_bytes(var)) {
-                add_why(&other.desc, "; cols_early passed over: ptxas spilled %d bytes with it", spill_bytes(var));
-                adopt_variant(plan, var, &other);
-                desc.cols_early = 0;
-            } else {
-                release_variant(plan->ctx, &other);
-            }
-        }
-    }
     int max_cluster = 0;
     /* A non-portable cluster (few long rows over 16 CTAs) that the driver places nowhere on this GPU (no GPC of
        16 free SMs): the plan made within the portable size. */
@@ -366,6 +349,24 @@ static tn_status schedule_build(tn_plan *plan, tn_variant *var, build_for b, int
             } else {
                 add_why(&var->desc, "; shared slices kept: the %s plan without them spilled %d bytes",
                         tn_plan_kind_name(other.desc.kind), spill_bytes(&other));
+                release_variant(plan->ctx, &other);
+            }
+        }
+    }
+    /* COL vectors taken with the row's loads (cols_early) on registers the estimate had room for; where ptxas
+       spilled anyway, the same plan loading them after the reductions, if it spills less (also after
+       the replacements above, and before the kind is passed over for spilling). */
+    if (st == TN_STATUS_OK && var->desc.cols_early && spill_bytes(var)) {
+        tn_plan_desc late = var->desc;
+        late.cols_early = 0;
+        tn_variant other;
+        memset(&other, 0, sizeof other);
+        if (build_alternative(plan, &other, &late) == TN_STATUS_OK) {
+            if (spill_bytes(&other) < spill_bytes(var)) {
+                add_why(&other.desc, "; cols_early passed over: ptxas spilled %d bytes with it", spill_bytes(var));
+                adopt_variant(plan, var, &other);
+                desc.cols_early = 0;
+            } else {
                 release_variant(plan->ctx, &other);
             }
         }
