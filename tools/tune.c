@@ -42,14 +42,6 @@ static int by_time(const void *x, const void *y) {
     return a->us < b->us ? -1 : a->us > b->us;
 }
 
-static int same_plan(const tn_plan_desc *a, const tn_plan_desc *b) {
-    return a->kind == b->kind && a->vec == b->vec && a->threads_per_row == b->threads_per_row &&
-           a->rows_per_cta == b->rows_per_cta && a->batch == b->batch && a->grid == b->grid && a->stages == b->stages &&
-           a->consumer_groups == b->consumer_groups && a->chunks == b->chunks && a->cluster == b->cluster &&
-           a->prefetch == b->prefetch && a->ctas_per_sm == b->ctas_per_sm && a->carry == b->carry &&
-           a->shared_slice == b->shared_slice && a->col_cache == b->col_cache && a->peel == b->peel &&
-           a->pipeline == b->pipeline && a->online == b->online && a->cols_early == b->cols_early;
-}
 
 typedef struct compile_pool {
     tn_context *ctx;
@@ -99,7 +91,7 @@ int tn_tune(tn_context *ctx, const tn_fusion *f, int64_t rows, int64_t cols, con
     for (int i = 0; i < n; i++) {
         memset(&cands[i], 0, sizeof cands[i]);
         cands[i].desc = plans[i];
-        cands[i].chosen = same_plan(&plans[i], &chosen);
+        cands[i].chosen = tn_plan_desc_same(&plans[i], &chosen);
         have_chosen |= cands[i].chosen;
     }
     if (!have_chosen) { /* the scheduler's plan is timed too, candidate or not */

@@ -1728,7 +1728,9 @@ int tn_schedule_candidates(const tn_schedule_request *r, tn_plan_desc *out, int 
     for (int i = 0, plain = n; i < plain && n < cap; i++)
         if (cols_early_bound(r, &out[i]) >= 0) {
             out[n] = with_cols_early(&out[i], cols_early_bound(r, &out[i]));
-            n++;
+            int twice = 0; /* a plan and its other-bound twin may come down to the same bound */
+            for (int k = plain; k < n && !twice; k++) twice = tn_plan_desc_same(&out[k], &out[n]);
+            n += !twice;
         }
     /* ... and each plan of a fusion with online pairs (softmax's max and sum of exp) again with them reduced
        together (of a plan and its carrying twin, the twin): one reduction round and one cluster exchange a row

@@ -78,6 +78,8 @@ typedef struct tn_plan_desc {
     char why[1024];      /* the scheduler's reasons, one clause per decision */
 } tn_plan_desc;
 
+/* Whether a and b make the same kernel and launch (every field a plan's kernel or grid depends on; not why). */
+int tn_plan_desc_same(const tn_plan_desc *a, const tn_plan_desc *b);
 /* Whether p's kind and fields let it take its COL vectors with the row's loads (plan field `cols_early`): register
    plans and cluster plans whose slice is in registers. */
 int tn_plan_cols_early_kind(const tn_plan_desc *p);

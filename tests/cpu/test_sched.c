@@ -934,6 +934,10 @@ static void test_cols_early(tn_context *ctx) {
                   "cols_early candidate: %s", err);
         }
     CHECK(found > 0, "add_rmsnorm 5x40960: no cols_early candidate");
+    /* ... each once (a plan and its other-bound twin can come down to the same bound). */
+    for (int k = 0, n = tn_schedule_candidates(&req, c, 1024); k < n; k++)
+        for (int j = 0; j < k && c[k].cols_early; j++)
+            CHECK(!tn_plan_desc_same(&c[j], &c[k]), "add_rmsnorm 5x40960: candidates %d and %d are the same", j, k);
     /* The GPU tier's run_cols_early sets it on such register candidates (several rows a CTA, pipelined) past 2
        vectors a thread, where the generated code changes: they exist. */
     static const int64_t shapes[2][2] = {{257, 4096}, {65536, 2048}};
