@@ -120,6 +120,14 @@ static void choose_carry(const tn_schedule_request *r, tn_plan_desc *p) {
         r->analysis->num_carried > 1 ? "them" : "it", (long long)floats);
 }
 
+/* Whether `nv` vectors over `t` threads leave a thread's last vector to only some of them, where a thread
+   keeps TN_RAGGED_MIN_VECTORS or more: ptxas issues that vector's loads after the first vectors' values are
+   used, a second wait for memory a row (SASS: add_rmsnorm bf16 5 x 40960 over clusters of 256 x 3;
+   softmax 1000 x 9216 at 256 x 5). Over the H200's tune tables, such a plan lost to the same plan at half
+   the threads, whose vectors divide the row or slice, in 248 of 279 pairs (median 1.125; register plans 19
+   of 19, median 1.13), where plans that divide theirs lose to their neighbours half the time (median 1.000). */
+static int ragged(int64_t nv, int t) { return nv % t && ceil_div(nv, t) >= TN_RAGGED_MIN_VECTORS; }
+
 /* Fills the register-plan fields for t threads per row; 0 if the row's
    registers do not fit under the cap of the resulting block. */
 static int register_shape(const tn_schedule_request *r, tn_plan_desc *p, int t, int rows_per_cta) {
@@ -206,6 +214,14 @@ static int schedule_register(const tn_schedule_request *r, tn_plan_desc *p, int 
     return schedule_register_vec(r, p, 1, err, cap);
 }
 
+/* Rows a CTA of t threads a row takes: TN_BLOCK_TARGET threads, fewer where that leaves under two CTAs an SM. */
+static int register_rows_per_cta(const tn_schedule_request *r, int t) {
+    const int rmin = t < 32 ? 32 / t : 1;
+    int rows_per_cta = TN_BLOCK_TARGET / t > rmin ? TN_BLOCK_TARGET / t : rmin;
+    while (rows_per_cta > rmin && ceil_div(r->rows, rows_per_cta) < 2 * r->props->sm_count) rows_per_cta /= 2;
+    return rows_per_cta;
+}
+
 /* The register plan at p's vec, each row over at least min_t threads. */
 static int schedule_register_vec(const tn_schedule_request *r, tn_plan_desc *p, int min_t, char *err, size_t cap) {
     const tn_device_props *d = r->props;
@@ -239,10 +255,14 @@ static int schedule_register_vec(const tn_schedule_request *r, tn_plan_desc *p, 
     for (int down = t / 2; down >= 128; down /= 2) tried[ntried++] = down;
     for (int k = 0; k < ntried; k++) {
         t = tried[k];
-        int rmin = t < 32 ? 32 / t : 1;
-        int rows_per_cta = TN_BLOCK_TARGET / t > rmin ? TN_BLOCK_TARGET / t : rmin;
-        while (rows_per_cta > rmin && ceil_div(r->rows, rows_per_cta) < 2 * d->sm_count) rows_per_cta /= 2;
-        if (register_shape(r, p, t, rows_per_cta)) {
+        if (register_shape(r, p, t, register_rows_per_cta(r, t))) {
+            /* Half the threads where they divide the row and these leave its last vector to some (ragged). */
+            tn_plan_desc half = *p;
+            if (!p->peel && ragged(nv, t) && t / 2 >= min_t && nv % (t / 2) == 0 &&
+                register_shape(r, &half, t / 2, register_rows_per_cta(r, t / 2))) {
+                *p = half;
+                why(p, "%d threads would leave the row's last vector to some of them (ptxas loads it late)", t);
+            }
             why(p, "%d threads per row x %d vectors each hold the row in registers (%d words/thread)%s",
                 p->threads_per_row, p->batch, p->batch * words, widened ? ", widened for few rows" : "");
             why(p, "%d rows per CTA -> %d threads", p->rows_per_cta, p->block_threads);
@@ -964,6 +984,12 @@ static int cluster_fit(const tn_schedule_request *r, tn_plan_desc *p, int cl, in
         tn_plan_desc q = *p;
         if (ceil_div(nvl, t) <= batch && cluster_shape(r, &q, cl, t) &&
             slice_ctas_an_sm(r, &q) >= per_sm) {
+            /* Half the threads, past `batch`, where they divide the slice and these leave its last vector to
+               some (ragged). */
+            tn_plan_desc half = *p;
+            if (t >= 256 && ragged(nvl, t) && nvl % (t / 2) == 0 && cluster_shape(r, &half, cl, t / 2) &&
+                slice_ctas_an_sm(r, &half) >= per_sm)
+                q = half;
             *p = q;
             return 1;
         }

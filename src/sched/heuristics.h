@@ -109,6 +109,8 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
 /* Register plan limits, exposed for the tests' invariants. */
 /* The fewest vectors a cluster thread is given to keep (slice_batch). */
 #define TN_REG_BATCH_TARGET 4
+/* Vectors a thread keeps from which a row or slice that does not divide among the threads is avoided (ragged). */
+#define TN_RAGGED_MIN_VECTORS 3
 /* Rows of up to this many vectors take two a thread, at up to 128 threads
    (short_row_threads): tune on the H200, bf16, 2026-12-04: rmsnorm 16384 x
    1024 17.4 us at 64 threads x 2 against 19.0 at 32 x 4; 4096 x 2048 9.5

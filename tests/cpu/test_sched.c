@@ -960,6 +960,34 @@ static void test_cols_early(tn_context *ctx) {
     tn_fusion_destroy(f);
 }
 
+/* Rows or slices that do not divide among the threads, 3 or more vectors a thread (ptxas loads the last one
+   late): half the threads where those divide them, in register and cluster plans. */
+static void test_ragged(tn_context *ctx) {
+    tn_device_props d;
+    tn_device_props_for_target("h200", &d);
+    tn_builtin_options o = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0};
+    static const struct { tn_builtin op; int64_t rows, cols; tn_plan_kind kind; int threads, batch; } v[] = {
+        {TN_BUILTIN_SOFTMAX, 1000, 9216, TN_PLAN_REGISTER, 128, 9}, /* 1152 vectors: not 256 x 5 */
+        {TN_BUILTIN_RMSNORM, 65536, 9216, TN_PLAN_REGISTER, 128, 9},
+        {TN_BUILTIN_ADD_RMSNORM, 5, 40960, TN_PLAN_CLUSTER, 128, 5}, /* slices of 640: not 256 x 3 */
+        {TN_BUILTIN_LAYERNORM, 2000, 40960, TN_PLAN_CLUSTER, 512, 5}};
+    for (int i = 0; i < (int)(sizeof v / sizeof v[0]); i++) {
+        tn_fusion *f = NULL;
+        tn_fusion_builtin(ctx, v[i].op, &o, &f);
+        tn_analysis a;
+        tn_analyze(f, &a);
+        tn_schedule_request req = {&a, v[i].rows, v[i].cols, 16, -1, &d};
+        tn_plan_desc p;
+        char err[320];
+        CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == v[i].kind && p.threads_per_row == v[i].threads &&
+                  p.batch == v[i].batch,
+              "%s %lldx%lld: %s %d x %d, not %d x %d: %s", tn_builtin_name(v[i].op), (long long)v[i].rows,
+              (long long)v[i].cols, tn_plan_kind_name(p.kind), p.threads_per_row, p.batch, v[i].threads, v[i].batch,
+              p.why);
+        tn_fusion_destroy(f);
+    }
+}
+
 void test_sched(void) {
     tn_context *ctx = test_context();
     test_candidates(ctx);
@@ -972,5 +1000,6 @@ void test_sched(void) {
     test_uneven_slices(ctx);
     test_pipeline(ctx);
     test_cols_early(ctx);
+    test_ragged(ctx);
     tn_context_destroy(ctx);
 }
