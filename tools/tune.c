@@ -42,7 +42,6 @@ static int by_time(const void *x, const void *y) {
     return a->us < b->us ? -1 : a->us > b->us;
 }
 
-
 typedef struct compile_pool {
     tn_context *ctx;
     const tn_fusion *f;
@@ -144,8 +143,8 @@ int tn_tune(tn_context *ctx, const tn_fusion *f, int64_t rows, int64_t cols, con
         printf("%-9s %5d %7d %5d %6d %7d %6d %6d %6d %7d %3d %3d %3d %3d %3d %3d %3d %3d %3d %8d %10lld %10.2f%s%s%s%s\n",
                tn_plan_kind_name(p->kind), p->vec, p->threads_per_row, p->rows_per_cta, p->batch, p->block_threads,
                p->stages, p->consumer_groups, p->chunks, p->cluster, p->prefetch, p->ctas_per_sm, p->carry,
-               p->shared_slice, p->col_cache, p->cols_early, p->peel, p->pipeline, p->online, p->smem_bytes, (long long)p->grid,
-               cands[i].us, cands[i].passed && !cands[i].confirmed ? "  (screen)" : "",
+               p->shared_slice, p->col_cache, p->cols_early, p->peel, p->pipeline, p->online, p->smem_bytes,
+               (long long)p->grid, cands[i].us, cands[i].passed && !cands[i].confirmed ? "  (screen)" : "",
                cands[i].chosen ? "  <- scheduler" : "", cands[i].passed ? "" : "  FAILED: ", cands[i].error);
     }
     int failed = 0;

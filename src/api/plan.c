@@ -365,7 +365,6 @@ static tn_status schedule_build(tn_plan *plan, tn_variant *var, build_for b, int
             if (spill_bytes(&other) < spill_bytes(var)) {
                 add_why(&other.desc, "; cols_early passed over: ptxas spilled %d bytes with it", spill_bytes(var));
                 adopt_variant(plan, var, &other);
-                desc.cols_early = 0;
             } else {
                 release_variant(plan->ctx, &other);
             }

@@ -1677,10 +1677,11 @@ static int cols_early_bound(const tn_schedule_request *r, const tn_plan_desc *p)
     const int64_t cols = 2 * p->batch * ceil_div((int64_t)p->vec * a->col_elem_bytes, 4);
     const int64_t carried = p->carry ? tn_plan_carry_floats(p, a->num_carried) : 0;
     const int64_t regs = (cluster ? slice_regs(r, p->vec, p->batch) : row_regs(r, p->vec, p->batch)) + carried;
-    if (p->ctas_per_sm > per_sm && regs + cols > regs_cap(d, p->ctas_per_sm * p->block_threads))
-        return regs + cols <= regs_cap(d, (int)(per_sm * p->block_threads)) ? (per_sm >= 2 ? (int)per_sm : 0) : -1;
-    per_sm = per_sm > p->ctas_per_sm ? per_sm : p->ctas_per_sm;
-    return regs + cols <= regs_cap(d, (int)(per_sm * p->block_threads)) ? p->ctas_per_sm : -1;
+    const int64_t bound = per_sm > p->ctas_per_sm ? per_sm : p->ctas_per_sm;
+    if (regs + cols <= regs_cap(d, (int)(bound * p->block_threads))) return p->ctas_per_sm;
+    if (p->ctas_per_sm > per_sm && regs + cols <= regs_cap(d, (int)(per_sm * p->block_threads)))
+        return per_sm >= 2 ? (int)per_sm : 0;
+    return -1;
 }
 
 static tn_plan_desc with_cols_early(const tn_plan_desc *p, int bound) {
@@ -1751,13 +1752,14 @@ int tn_schedule_candidates(const tn_schedule_request *r, tn_plan_desc *out, int 
         }
     /* ... and each plan that would wait for its COL vectors after the reductions with nothing to hide it, again
        with them taken with the row's loads (cols_early_bound). */
-    for (int i = 0, plain = n; i < plain && n < cap; i++)
-        if (cols_early_bound(r, &out[i]) >= 0) {
-            out[n] = with_cols_early(&out[i], cols_early_bound(r, &out[i]));
-            int twice = 0; /* a plan and its other-bound twin may come down to the same bound */
-            for (int k = plain; k < n && !twice; k++) twice = tn_plan_desc_same(&out[k], &out[n]);
-            n += !twice;
-        }
+    for (int i = 0, plain = n; i < plain && n < cap; i++) {
+        const int bound = cols_early_bound(r, &out[i]);
+        if (bound < 0) continue;
+        out[n] = with_cols_early(&out[i], bound);
+        int twice = 0; /* a plan and its other-bound twin may come down to the same bound */
+        for (int k = plain; k < n && !twice; k++) twice = tn_plan_desc_same(&out[k], &out[n]);
+        n += !twice;
+    }
     /* ... and each plan of a fusion with online pairs (softmax's max and sum of exp) again with them reduced
        together (of a plan and its carrying twin, the twin): one reduction round and one cluster exchange a row
        instead of two (untimed: tune decides). */
