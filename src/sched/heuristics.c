@@ -241,14 +241,11 @@ static int schedule_register_vec(const tn_schedule_request *r, tn_plan_desc *p, 
     /* Few rows: give each row more threads so the SMs have work -- but not
        past the point where every row runs at once: a second wave costs more
        than the wider rows save (rmsnorm 512 x 8192 at 512 threads x 2
-       vectors: 3 CTAs an SM by registers, two waves of 512 CTAs). Rows that
-       already take more than one wave are not widened at all: each thread's
-       fixed registers then hold less of a row, so fewer rows are in flight an
-       SM (softmax 512 x 16384 on the H200: 512 x 4 at 2 CTAs an SM 11.55 us,
-       128 x 16 at 3 an SM 10.18). */
+       vectors: 3 CTAs an SM by registers, two waves of 512 CTAs). */
     const int64_t wanted = (int64_t)d->sm_count * 1024;
     int widened = 0;
-    while (t < TN_REG_WIDEN_MAX && t < nv && r->rows < wanted / t && one_wave(r, p->vec, 2 * t))
+    while (t < TN_REG_WIDEN_MAX && t < nv && r->rows < wanted / t &&
+           !(one_wave(r, p->vec, t) && !one_wave(r, p->vec, 2 * t)))
         t *= 2, widened = 1;
     /* From the widest useful t up; then, for rows too long for 1024 threads'
        registers, narrower CTAs whose threads may hold more (the cap per thread
