@@ -43,12 +43,12 @@ void tn_cluster_share_slice(const tn_analysis *a, tn_plan_desc *p);
 #define TN_CLUSTER_MAX_STAGES 2
 /* The scheduler's shared slices leave at least this many CTAs an SM (one's copy
    lands while the other reduces), in the smallest cluster that does: bigger
-   slices won in tune wherever two fit (heuristics.c, share_long_slices). */
+   slices won in tune wherever two fit (cluster.c, share_long_slices). */
 #define TN_SHARED_SLICE_CTAS 2
 /* ... and run in at least this many waves of CTAs (the last, partial one costs little). */
 #define TN_SHARED_SLICE_MIN_WAVES 8
 /* A tma plan launches a row group a CTA, one stage each, in waves, from this many waves of the CTAs an SM's
-   shared memory holds (heuristics.c, schedule_tma). */
+   shared memory holds (tma.c, tn_schedule_tma). */
 #define TN_TMA_MIN_WAVES 8
 
 /* tma-ws: shared memory per slot and per CTA, and the register split between
@@ -66,7 +66,7 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
 #define TN_WS_PRODUCER_REGS 40
 #define TN_WS_MAX_GROUPS 4 /* one producer warp per consumer group, in one warp group */
 /* The scheduler picks tma-ws for rows of at least this many bytes (all ROW
-   inputs), with at least this many row groups per SM (see schedule_tma_ws). */
+   inputs), with at least this many row groups per SM (see tma_ws.c, tn_schedule_tma_ws). */
 #define TN_WS_MIN_ROW_BYTES (64 * 1024)
 #define TN_WS_MIN_GROUPS_PER_SM 2
 
@@ -150,7 +150,7 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
    several CTAs an SM (ptxas spilled at 40; 168 held 16 vectors with room). */
 #define TN_CLUSTER_MIN_REGS 64
 /* Rows an SM up to which heavy rows that two of fit in shared memory split over a cluster rather than
-   stream through the tma ring (schedule_cluster, heavy_waves). */
+   stream through the tma ring (cluster.c, tn_schedule_cluster, heavy_waves). */
 #define TN_HEAVY_CLUSTER_ROWS_AN_SM 16
 /* Threads a CTA the register plan aims for, in rows of fewer threads: tune on
    the H200 (bf16, 2026-12-04): rmsnorm 16384 x 1024 17.4 us at 2 rows of 64

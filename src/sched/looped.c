@@ -1,0 +1,47 @@
+/* looped: several passes over global memory. The looped plan's schedule, check and tune candidates for the
+   kind table in heuristics.c (its last row: the plan every shape can take). */
+#include "sched/sched_internal.h"
+
+static void looped_shape(const tn_schedule_request *r, tn_plan_desc *p, int block) {
+    p->threads_per_row = p->block_threads = block;
+    p->rows_per_cta = 1;
+    p->batch = 4;
+    /* A grid of about two waves keeps each CTA's row in L2 between passes. */
+    int64_t ctas = (int64_t)r->props->sm_count * (r->props->max_threads_per_sm / block);
+    p->grid = min_i64(r->rows, ctas);
+}
+
+int tn_schedule_looped(const tn_schedule_request *r, tn_plan_desc *p, int forced, char *err, size_t cap) {
+    (void)forced, (void)err, (void)cap;
+    const int64_t nv = r->cols / p->vec;
+    int block = 32;
+    while (block < 1024 && (int64_t)block * 4 < nv) block *= 2;
+    looped_shape(r, p, block);
+    tn_why(p, "%d threads per row loop over it once per phase (%d phases), %d loads in flight", block,
+           r->analysis->num_levels + 1, p->batch);
+    return 1;
+}
+
+int tn_check_looped(const tn_plan_desc *p, const tn_analysis *a, const tn_device_props *d, char *err, size_t cap) {
+    (void)d;
+    if (!tn_check_vector_align(p, a, err, cap)) return 0;
+    if (p->rows_per_cta != 1) REJECT("plan: a looped plan takes one row per CTA");
+    if (p->stages || p->smem_bytes) REJECT("plan: a looped plan has no shared-memory ring (stages and smem_bytes 0)");
+    return 1;
+}
+
+int tn_candidates_looped(const tn_schedule_request *r, const tn_plan_desc *base, tn_plan_desc *out, int cap) {
+    int n = 0;
+    for (int block = 128; block <= 1024 && n < cap; block *= 2) {
+        out[n] = *base;
+        out[n].kind = TN_PLAN_LOOPED;
+        looped_shape(r, &out[n], block);
+        /* ... and a row a CTA launched in waves: each CTA's second pass still finds its row in L2 (about as
+           torch.compile's looped reductions run; untimed as a rule). */
+        if (++n < cap && out[n - 1].grid < r->rows && r->rows <= 0x7fffffff) {
+            out[n] = out[n - 1];
+            out[n++].grid = r->rows;
+        }
+    }
+    return n;
+}
