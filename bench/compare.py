@@ -210,6 +210,14 @@ def prepare(system, inp):
 
 # ---- timing ------------------------------------------------------------------------------
 
+def graph_launches(nbytes, ceiling_gbs, graph_us=1000.0, most=20, least=4):
+    """Launches a graph: 20, fewer where a launch takes long (a graph of about graph_us at the copy ceiling,
+    at least 4): a launch of 250 us or more leaves launch overhead nothing to hide, and the largest shapes
+    took most of a full sweep's device time at 20."""
+    est_us = nbytes / (ceiling_gbs * 1e3)
+    return max(least, min(most, math.ceil(graph_us / est_us)))
+
+
 def graph_time(fn, sets, launches=20, replays=15, warmup=3):
     """Median µs per call of fn over CUDA-graph replays that rotate buffer sets, and the
     spread (max - min) of the per-replay figures."""
@@ -333,6 +341,7 @@ def main():
         dtype = DTYPES[dt]
         nbytes = floor_bytes(op, m, n, dtype)
         nsets = max(1, min(32, math.ceil(4 * L2_BYTES / nbytes)))
+        launches = graph_launches(nbytes, ceiling)
         base = [make_inputs(op, m, n, dtype, seed=1000 * k + s) for s in range(nsets)]
         refs = reference(op, base[0])
         line = []
@@ -348,8 +357,8 @@ def main():
             try:
                 sets = [prepare(name, s) for s in base]
                 err = max_rel_err(fn(sets[0]), refs)
-                us, spread = graph_time(fn, sets)
-                us2, spread2 = graph_time(fn, sets)
+                us, spread = graph_time(fn, sets, launches)
+                us2, spread2 = graph_time(fn, sets, launches)
                 gbs = nbytes / us / 1e3
                 ok = err <= TOLERANCE[dtype]
                 row.update(us=f"{us:.3f}", gbs=f"{gbs:.1f}", pct_ceiling=f"{100 * gbs / ceiling:.1f}",
