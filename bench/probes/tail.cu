@@ -21,7 +21,7 @@
 template <int STAGE, int T, int P>
 __global__ void __launch_bounds__(T) tail(const uint4 *__restrict__ in, const uint4 *__restrict__ w, uint4 *__restrict__ out,
                                           long long rows) {
-    if (STAGE == 6 && threadIdx.x == 0 && blockIdx.x < rows) {
+    if (STAGE == 6 && threadIdx.x == 0) {  // a CTA a row: blockIdx.x < rows
         asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(in + blockIdx.x * (T * P)), "r"(T * P * 16)
                      : "memory");
         asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(w), "r"(T * P * 16) : "memory");

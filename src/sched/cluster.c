@@ -155,7 +155,7 @@ static int cluster_fit(const tn_schedule_request *r, tn_plan_desc *p, int cl, in
             /* Half the threads, past `batch`, where they divide the slice and these leave its last vector to
                some (ragged). */
             tn_plan_desc half = *p;
-            if (t >= 256 && ragged(nvl, t) && nvl % (t / 2) == 0 && cluster_shape(r, &half, cl, t / 2) &&
+            if (t >= 256 && halve_ragged(nvl, t) && cluster_shape(r, &half, cl, t / 2) &&
                 slice_ctas_an_sm(r, &half) >= per_sm)
                 q = half;
             *p = q;

@@ -233,12 +233,10 @@ int tn_plan_desc_parse(const char *json, tn_plan_desc *out, char *err, size_t er
 int tn_max_cluster(int cc_major) { return cc_major >= 9 ? TN_MAX_CLUSTER_NONPORTABLE : 1; }
 
 int tn_plan_desc_same(const tn_plan_desc *a, const tn_plan_desc *b) {
-    return a->kind == b->kind && a->vec == b->vec && a->threads_per_row == b->threads_per_row &&
-           a->rows_per_cta == b->rows_per_cta && a->batch == b->batch && a->grid == b->grid && a->stages == b->stages &&
-           a->consumer_groups == b->consumer_groups && a->chunks == b->chunks && a->cluster == b->cluster &&
-           a->prefetch == b->prefetch && a->ctas_per_sm == b->ctas_per_sm && a->carry == b->carry &&
-           a->shared_slice == b->shared_slice && a->col_cache == b->col_cache && a->peel == b->peel &&
-           a->pipeline == b->pipeline && a->online == b->online && a->cols_early == b->cols_early;
+    if (a->kind != b->kind) return 0;
+    for (size_t i = 0; i < NUM_FIELDS; i++)
+        if (get(a, &k_fields[i]) != get(b, &k_fields[i])) return 0;
+    return 1;
 }
 
 int tn_plan_cols_early_kind(const tn_plan_desc *p) {

@@ -78,7 +78,7 @@ typedef struct tn_plan_desc {
     char why[1024];      /* the scheduler's reasons, one clause per decision */
 } tn_plan_desc;
 
-/* Whether a and b make the same kernel and launch (every field a plan's kernel or grid depends on; not why). */
+/* Whether a and b are the same plan: kind and every field (the table that prints and parses them); not why. */
 int tn_plan_desc_same(const tn_plan_desc *a, const tn_plan_desc *b);
 /* Whether p's kind and fields let it take its COL vectors with the row's loads (plan field `cols_early`): register
    plans and cluster plans whose slice is in registers. */

@@ -159,7 +159,7 @@ static int schedule_register_vec(const tn_schedule_request *r, tn_plan_desc *p, 
         if (register_shape(r, p, t, register_rows_per_cta(r, t))) {
             /* Half the threads where they divide the row and these leave its last vector to some (ragged). */
             tn_plan_desc half = *p;
-            if (!p->peel && ragged(nv, t) && t / 2 >= min_t && nv % (t / 2) == 0 &&
+            if (!p->peel && halve_ragged(nv, t) && t / 2 >= min_t &&
                 register_shape(r, &half, t / 2, register_rows_per_cta(r, t / 2))) {
                 *p = half;
                 tn_why(p, "%d threads would leave the row's last vector to some of them (ptxas loads it late)", t);

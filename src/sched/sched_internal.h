@@ -55,8 +55,11 @@ static inline int slice_regs(const tn_schedule_request *r, int vec, int batch) {
    used, a second wait for memory a row (SASS: add_rmsnorm bf16 5 x 40960 over clusters of 256 x 3;
    softmax 1000 x 9216 at 256 x 5). Over the H200's tune tables, such a plan lost to the same plan at half
    the threads, whose vectors divide the row or slice, in 248 of 279 pairs (median 1.125; register plans 19
-   of 19, median 1.13), where plans that divide theirs lose to their neighbours half the time (median 1.000). */
-static inline int ragged(int64_t nv, int t) { return nv % t && ceil_div(nv, t) >= TN_RAGGED_MIN_VECTORS; }
+   of 19, median 1.13), where plans that divide theirs lose to their neighbours half the time (median 1.000).
+   True where t leaves such a ragged vector and t / 2 threads divide the vectors: take t / 2. */
+static inline int halve_ragged(int64_t nv, int t) {
+    return nv % t && ceil_div(nv, t) >= TN_RAGGED_MIN_VECTORS && nv % (t / 2) == 0;
+}
 
 /* Special-function values carried in registers (common.c): whether they fit p, and p set to carry them if so. */
 int tn_carry_fits(const tn_schedule_request *r, const tn_plan_desc *p);
