@@ -987,6 +987,41 @@ static int reads_row_after(const gen *g, int phase) {
     return 0;
 }
 
+/* early_l2: before the PDL wait, the CTA's first row group into L2 (threads 0 to R - 1 a row each, every used ROW
+   input) and, by thread 0, what it reads of every used COL input: a register plan's whole rows, a cluster CTA's
+   slice (tn_cluster_slice_vectors each, the last the rest). Only the 16-byte units inside each span are taken
+   (tn_prefetch_l2_span), so no address outside the tensors is named, whatever the rows' alignment. */
+static void emit_early_l2(gen *g) {
+    const tn_fusion *f = g->f;
+    tn_strbuf *sb = g->sb;
+    tn_strbuf_append(sb, "    {  // early_l2: the DRAM latency of the first row group overlaps the previous kernel's end\n");
+    if (g->p->kind == TN_PLAN_CLUSTER)
+        tn_strbuf_printf(sb, "        constexpr long long NVC = %lld;  // a slice's vectors (the last CTA's the rest)\n"
+                             "        const long long tn_g0 = blockIdx.x / %d, tn_e0 = tn_cluster_rank() * NVC * V,\n"
+                             "                        tn_ne = N - tn_e0 < NVC * V ? N - tn_e0 : NVC * V;\n",
+                         (long long)slice_vectors(g), g->p->cluster);
+    else
+        tn_strbuf_append(sb, "        const long long tn_g0 = blockIdx.x, tn_e0 = 0, tn_ne = N;\n");
+    tn_strbuf_append(sb, "        const long long tn_r0 = tn_g0 * R + threadIdx.x;\n"
+                         "        if (threadIdx.x < R && tn_r0 < M) {\n");
+    for (int i = 0; i < f->num_nodes; i++)
+        if (g->a->used[i] && is_row_input(&f->nodes[i]))
+            tn_strbuf_printf(sb, "            tn_prefetch_l2_span(in%d + tn_r0 * in%d_ld + tn_e0, tn_ne * %du);\n",
+                             f->nodes[i].io_index, f->nodes[i].io_index, (unsigned)tn_dtype_size(f->nodes[i].dtype));
+    tn_strbuf_append(sb, "        }\n");
+    if (g->a->col_elem_bytes) {
+        tn_strbuf_append(sb, "        if (threadIdx.x == 0) {\n");
+        for (int i = 0; i < f->num_nodes; i++) {
+            const tn_node *n = &f->nodes[i];
+            if (g->a->used[i] && n->kind == TN_OP_INPUT && n->shape == TN_SHAPE_COL)
+                tn_strbuf_printf(sb, "            tn_prefetch_l2_span(in%d + tn_e0, tn_ne * %du);\n", n->io_index,
+                                 (unsigned)tn_dtype_size(n->dtype));
+        }
+        tn_strbuf_append(sb, "        }\n");
+    }
+    tn_strbuf_append(sb, "    }\n");
+}
+
 void tn_codegen(const tn_fusion *f, const tn_analysis *a, const tn_plan_desc *p, tn_strbuf *sb) {
     const kind_code *kc = &k_kinds[p->kind];
     const storage_code *storage = p->stages && p->shared_slice && kc->shared ? kc->shared
@@ -1028,6 +1063,7 @@ void tn_codegen(const tn_fusion *f, const tn_analysis *a, const tn_plan_desc *p,
        It fires once every CTA of this grid has started, so it never takes a
        slot this grid needs; at the top, the next launch overlaps all of this
        one instead of only its last CTA's exit. */
+    if (p->early_l2) emit_early_l2(&g);
     if (p->pdl)
         tn_strbuf_append(sb, "    tn_pdl_wait();  // the previous kernel's writes are visible from here on\n"
                              "    tn_pdl_launch_dependents();  // the next kernel may be scheduled; it still waits for our end\n");

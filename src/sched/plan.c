@@ -36,7 +36,7 @@ static const field k_fields[] = {F64(rows), F64(cols), F32(vec), F32(threads_per
                                  OPT(chunks, 1), OPT(producer_regs, 0), OPT(consumer_regs, 0), OPT(cluster, 1),
                                  OPT(ctas_per_sm, 0), OPT(prefetch, 0), OPT(carry, 0),
                                  OPT(shared_slice, 0), OPT(col_cache, 0), OPT(cols_early, 0), OPT(peel, 0),
-                                 OPT(pipeline, 0), OPT(online, 0)};
+                                 OPT(pipeline, 0), OPT(online, 0), OPT(early_l2, 0)};
 #define NUM_FIELDS (sizeof k_fields / sizeof k_fields[0])
 
 static int64_t get(const tn_plan_desc *p, const field *f) {
@@ -243,6 +243,8 @@ int tn_plan_cols_early_kind(const tn_plan_desc *p) {
     return p->kind == TN_PLAN_REGISTER || (p->kind == TN_PLAN_CLUSTER && !p->shared_slice && !p->col_cache);
 }
 
+int tn_plan_early_l2_kind(const tn_plan_desc *p) { return p->kind == TN_PLAN_REGISTER || p->kind == TN_PLAN_CLUSTER; }
+
 int tn_plan_online_kind(const tn_plan_desc *p) {
     return (p->kind == TN_PLAN_REGISTER || p->kind == TN_PLAN_TMA || p->kind == TN_PLAN_CLUSTER) && !p->peel &&
            !p->pipeline;
@@ -342,6 +344,9 @@ int tn_plan_desc_check(const tn_plan_desc *p, const tn_analysis *a, const tn_dev
                "(%d threads a CTA)", (long long)tn_plan_carry_floats(p, a->num_carried),
                (long long)tn_plan_carry_limit(p, props), p->block_threads);
     if (p->pdl && p->cc < 90) REJECT("plan: pdl needs sm_90 or newer; the plan is for sm_%d", p->cc);
+    if (p->early_l2 != 0 && (p->early_l2 != 1 || !p->pdl || !tn_plan_early_l2_kind(p)))
+        REJECT("plan: early_l2 %d must be 0, or 1 in a register or cluster plan with pdl 1 (pdl %d)", p->early_l2,
+               p->pdl);
     if (p->vec > 1 && p->vec * a->min_row_elem_size > 16)
         REJECT("plan: vec %d is wider than one 16-byte access of the narrowest tensor", p->vec);
     if (p->align_bytes < tn_plan_access_align(p, a->max_elem_size))

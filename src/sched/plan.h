@@ -75,6 +75,10 @@ typedef struct tn_plan_desc {
                             parts merged by rescaling; one barrier round and one cluster exchange instead of two
                             (tn_analyze_online) */
     int pdl;             /* 1: programmatic dependent launch (sm_90+) */
+    int early_l2;        /* register, cluster, with pdl: 1 = before griddepcontrol.wait, the CTA's first row group
+                            of every ROW input and its part of every COL input are prefetched into L2
+                            (cp.async.bulk.prefetch.L2), so their DRAM latency overlaps the previous kernel's end;
+                            that kernel's writes land in L2, so the loads after the wait still see them */
     char why[1024];      /* the scheduler's reasons, one clause per decision */
 } tn_plan_desc;
 
@@ -86,6 +90,9 @@ int tn_plan_cols_early_kind(const tn_plan_desc *p);
 /* Whether p's kind and fields let it reduce online pairs (plan field `online`): register, tma and cluster plans
    without peel or pipeline. */
 int tn_plan_online_kind(const tn_plan_desc *p);
+/* Whether p's kind lets it prefetch its first row group before the PDL wait (plan field `early_l2`): register and
+   cluster plans. */
+int tn_plan_early_l2_kind(const tn_plan_desc *p);
 
 /* One kernel launch of a plan. A plan is carried out as a list of them, in
    order, each through tn_launch (rt/launch.h). */

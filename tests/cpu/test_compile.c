@@ -108,6 +108,35 @@ static void compile_prefetch(tn_context *ctx, tn_builtin op, int64_t m, int64_t 
     tn_fusion_destroy(f);
 }
 
+/* The scheduler's plan with its first row group prefetched into L2 before the PDL wait (one wave, PDL on by
+   default on sm_90): compiled without spills, every ROW and COL input's span named before the wait; rows at any
+   element alignment (peeled register plans, uneven cluster slices of 1-element vectors). */
+static void compile_early_l2(tn_context *ctx, tn_builtin op, tn_dtype dt, int64_t m, int64_t n, int align, int *count) {
+    tn_builtin_options o = {dt, dt, dt, 0};
+    tn_fusion *f = NULL;
+    tn_plan *plan = NULL;
+    tn_plan_options po = {align, NULL, NULL};
+    tn_fusion_builtin(ctx, op, &o, &f);
+    CHECK(tn_plan_create(ctx, f, m, n, &po, &plan) == TN_STATUS_OK, "early_l2 %s %lldx%lld: %s", tn_builtin_name(op),
+          (long long)m, (long long)n, tn_context_last_error(ctx));
+    if (plan) {
+        tn_resources r;
+        tn_plan_resources(plan, &r);
+        char *json = test_describe(plan, TN_DESCRIBE_JSON), *src = test_describe(plan, TN_DESCRIBE_SOURCE);
+        const char *pre = strstr(src, "tn_prefetch_l2_span(in0 + tn_r0 * in0_ld"), *wait = strstr(src, "tn_pdl_wait();");
+        CHECK(strstr(json, "\"early_l2\": 1") && pre && wait && pre < wait && r.spill_store_bytes == 0 &&
+                  r.stack_bytes == 0,
+              "early_l2 %s %s %lldx%lld (align %d): %s, prefetch before the wait %d, %d spill bytes",
+              tn_builtin_name(op), tn_dtype_name(dt), (long long)m, (long long)n, align, json,
+              pre && wait && pre < wait, r.spill_store_bytes);
+        free(json);
+        free(src);
+        tn_plan_destroy(plan);
+        (*count)++;
+    }
+    tn_fusion_destroy(f);
+}
+
 /* A cluster plan whose slices stream through `stages` stages of shared memory
    (tune's candidate beside each cluster plan): the forced cluster plan's JSON
    with stages and smem_bytes set, replayed, compiled without spills, its PTX
@@ -583,6 +612,13 @@ void test_compile(void) {
     for (int op = 0; op < TN_BUILTIN_COUNT; op++) {
         compile_prefetch(ctx, (tn_builtin)op, 4096, 131072, &plans);
         compile_prefetch(ctx, (tn_builtin)op, 2000, 81920, &plans);
+    }
+    for (int op = 0; op < TN_BUILTIN_COUNT; op++) {
+        compile_early_l2(ctx, (tn_builtin)op, TN_DTYPE_BF16, 1, 512, 16, &plans);
+        compile_early_l2(ctx, (tn_builtin)op, TN_DTYPE_F32, 64, 6144, 16, &plans);
+        compile_early_l2(ctx, (tn_builtin)op, TN_DTYPE_BF16, 3, 12289, 2, &plans);  /* peeled */
+        compile_early_l2(ctx, (tn_builtin)op, TN_DTYPE_F16, 5, 40960, 16, &plans);  /* a cluster */
+        compile_early_l2(ctx, (tn_builtin)op, TN_DTYPE_BF16, 1, 100001, 2, &plans); /* uneven slices */
     }
     static const int64_t carry_cols[] = {1024, 4000, 16384, 32768};
     for (size_t ci = 0; ci < sizeof carry_cols / sizeof carry_cols[0]; ci++) {

@@ -960,6 +960,65 @@ static void test_cols_early(tn_context *ctx) {
     tn_fusion_destroy(f);
 }
 
+/* early_l2: with PDL, a grid of one wave (register or cluster) prefetches its first row group into L2 before the
+   wait, spans of any alignment inward to 16-byte units; a grid of many waves, a plan without PDL and the other
+   kinds do not; the check refuses it there, and tune's candidates carry it as the scheduler would. */
+static void test_early_l2(tn_context *ctx) {
+    tn_device_props d;
+    tn_device_props_for_target("h200", &d);
+    tn_builtin_options o = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0};
+    tn_fusion *f = NULL;
+    tn_fusion_builtin(ctx, TN_BUILTIN_ADD_RMSNORM, &o, &f);
+    tn_analysis a;
+    tn_analyze(f, &a);
+    static const struct { int64_t rows, cols; int pdl, align, early; tn_plan_kind kind; } v[] = {
+        {64, 2048, 1, 16, 1, TN_PLAN_REGISTER}, {5, 40960, 1, 16, 1, TN_PLAN_CLUSTER},
+        {3, 12289, 1, 2, 1, TN_PLAN_REGISTER},  /* peeled: odd rows */
+        {1, 100001, 1, 2, 1, TN_PLAN_CLUSTER},  /* uneven slices of 1-element vectors */
+        {64, 2048, 0, 16, 0, TN_PLAN_REGISTER}, {65536, 4096, 1, 16, 0, -1}};
+    for (int i = 0; i < (int)(sizeof v / sizeof v[0]); i++) {
+        tn_schedule_request req = {&a, v[i].rows, v[i].cols, v[i].align, -1, &d, v[i].pdl, 0, 0, 0, 0};
+        tn_plan_desc p;
+        char err[320];
+        const int ok = tn_schedule(&req, &p, err, sizeof err);
+        CHECK(ok && p.early_l2 == v[i].early && ((int)v[i].kind < 0 || p.kind == v[i].kind) &&
+                  !strstr(p.why, "early_l2") == !v[i].early,
+              "add_rmsnorm %lldx%lld pdl %d: %s early_l2 %d, expected %d: %s", (long long)v[i].rows,
+              (long long)v[i].cols, v[i].pdl, tn_plan_kind_name(p.kind), p.early_l2, v[i].early, ok ? p.why : err);
+        if (!ok) continue;
+        tn_strbuf sb;
+        tn_strbuf_init(&sb, NULL);
+        tn_codegen(f, &a, &p, &sb);
+        const char *pre = strstr(sb.data, "tn_prefetch_l2_span(in2 + tn_e0"), *wait = strstr(sb.data, "tn_pdl_wait();");
+        CHECK(!v[i].early == !pre && (!pre || (wait && pre < wait)),
+              "add_rmsnorm %lldx%lld: the weight's prefetch %s the PDL wait", (long long)v[i].rows,
+              (long long)v[i].cols, pre ? "after" : "missing before");
+        tn_strbuf_free(&sb);
+        static tn_plan_desc c[1024];
+        int with = 0;
+        for (int k = 0, n = tn_schedule_candidates(&req, c, 1024); k < n; k++) {
+            with += c[k].early_l2;
+            CHECK(!c[k].early_l2 || tn_plan_desc_check(&c[k], &a, &d, v[i].align, err, sizeof err),
+                  "early_l2 candidate: %s", err);
+        }
+        /* (a persistent candidate of many rows is one wave too) */
+        CHECK(v[i].early ? with > 0 : !v[i].pdl ? with == 0 : 1, "add_rmsnorm %lldx%lld pdl %d: %d candidates with early_l2",
+              (long long)v[i].rows, (long long)v[i].cols, v[i].pdl, with);
+        if (i == 0) { /* refused without PDL and in a tma plan */
+            tn_plan_desc q = p;
+            q.pdl = 0;
+            CHECK(!tn_plan_desc_check(&q, &a, &d, 16, err, sizeof err) && strstr(err, "early_l2"),
+                  "early_l2 without pdl: %s", err);
+            req.kind = TN_PLAN_TMA;
+            CHECK(tn_schedule(&req, &q, err, sizeof err) && !q.early_l2, "a tma plan with early_l2");
+            q.early_l2 = 1;
+            CHECK(!tn_plan_desc_check(&q, &a, &d, 16, err, sizeof err) && strstr(err, "early_l2"),
+                  "early_l2 in a tma plan: %s", err);
+        }
+    }
+    tn_fusion_destroy(f);
+}
+
 /* Rows or slices that do not divide among the threads, 3 or more vectors a thread (ptxas loads the last one
    late): half the threads where those divide them, in register and cluster plans. */
 static void test_ragged(tn_context *ctx) {
@@ -1000,6 +1059,7 @@ void test_sched(void) {
     test_uneven_slices(ctx);
     test_pipeline(ctx);
     test_cols_early(ctx);
+    test_early_l2(ctx);
     test_ragged(ctx);
     tn_context_destroy(ctx);
 }

@@ -248,6 +248,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                "checked plan: %d CTAs of %lld threads an SM", p.ctas_per_sm, (long long)block);
     FUZZ_CHECK(!p.prefetch || (p.kind == TN_PLAN_CLUSTER && p.align_bytes == 16),
                "checked plan: prefetch in a %s plan aligned to %d", tn_plan_kind_name(p.kind), p.align_bytes);
+    FUZZ_CHECK(!p.early_l2 || (p.pdl && (p.kind == TN_PLAN_REGISTER || p.kind == TN_PLAN_CLUSTER)),
+               "checked plan: early_l2 in a %s plan, pdl %d", tn_plan_kind_name(p.kind), p.pdl);
     FUZZ_CHECK(!p.carry || ((p.kind == TN_PLAN_REGISTER || p.kind == TN_PLAN_CLUSTER || p.kind == TN_PLAN_TMA) &&
                             fu->an->num_carried &&
                             tn_plan_carry_floats(&p, fu->an->num_carried) <= tn_plan_carry_limit(&p, &props)),

@@ -113,6 +113,8 @@ def plan_edges(base):
         "ctas-per-sm-9": with_(ctas_per_sm=9),
         "ctas-per-sm-minus-1": with_(ctas_per_sm=-1),
         "prefetch-on-register": with_(prefetch=1),
+        "early-l2-without-pdl": with_(early_l2=1, pdl=0),
+        "early-l2-2": with_(early_l2=2, pdl=1),
         "carry": with_(carry=1),
         "carry-2": with_(carry=2),
         "number-forms": raw.replace(b'"vec": 8', b'"vec": 8.0'),

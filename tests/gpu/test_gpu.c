@@ -733,7 +733,7 @@ static void check_huge_n(tn_context *ctx) {
    with programmatic dependent launch and without. The final outputs must be
    the same bits; the time per kernel of each is printed. */
 static tn_status run_chain(tn_context *ctx, tn_plan *plan, CUdeviceptr a, CUdeviceptr b, CUdeviceptr w, CUdeviceptr x0,
-                           size_t bytes, int links, double *us_per_kernel) {
+                           CUdeviceptr poison, size_t bytes, int links, double *us_per_kernel) {
     const tn_cuda_api *cu = ctx->cu;
     tn_status st = TN_STATUS_OK;
     CUstream stream = NULL;
@@ -743,8 +743,11 @@ static tn_status run_chain(tn_context *ctx, tn_plan *plan, CUdeviceptr a, CUdevi
     float eps = 1e-6f;
     if (cu->StreamCreate(&stream, CU_STREAM_NON_BLOCKING) || cu->EventCreate(&e0, 0) || cu->EventCreate(&e1, 0))
         return tn_set_error(ctx, TN_STATUS_CUDA_ERROR, "chain: stream/events");
-    /* Warm the plan outside capture, then capture: copy x0 into a, then a -> b -> a ... */
+    /* Warm the plan outside capture, then capture: copy x0 into a, then a -> b -> a ... b is poisoned (0xff bytes,
+       bf16 NaN) first in every replay, so a link that read its input before the previous link's writes (a prefetch before
+       the PDL wait that the loads after it trusted) would carry NaN into the bits compared. */
     cu->StreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL);
+    cu->MemcpyDtoDAsync(b, poison, bytes, stream);
     cu->MemcpyDtoDAsync(a, x0, bytes, stream);
     for (int k = 0; k < links && st == TN_STATUS_OK; k++) {
         CUdeviceptr in = k % 2 ? b : a, out = k % 2 ? a : b;
@@ -781,7 +784,7 @@ static void check_pdl_chain(tn_context *ctx, int64_t rows, int64_t cols) {
     tn_fusion *f = NULL;
     tn_plan *plans[2] = {NULL, NULL};
     tn_kernel *k = NULL;
-    CUdeviceptr buf[2][2] = {{0, 0}, {0, 0}}, w = 0, x0 = 0;
+    CUdeviceptr buf[2][2] = {{0, 0}, {0, 0}}, w = 0, x0 = 0, poison = 0;
     const size_t bytes = (size_t)(rows * cols) * 2;
     double us[2] = {0, 0};
     char detail[200] = "";
@@ -795,6 +798,7 @@ static void check_pdl_chain(tn_context *ctx, int64_t rows, int64_t cols) {
         for (int q = 0; q < 2; q++) cu->MemAlloc(&buf[p][q], bytes);
     cu->MemAlloc(&w, (size_t)cols * 2);
     cu->MemAlloc(&x0, bytes);
+    if (cu->MemAlloc(&poison, bytes) == CUDA_SUCCESS) cu->MemsetD8(poison, 0xff, bytes);
     if (st == TN_STATUS_OK) { /* x0 and w from the huge-N pattern kernel: values 1 and 2, w = 1 */
         long long n = cols, r = rows;
         int mode = 0;
@@ -804,7 +808,7 @@ static void check_pdl_chain(tn_context *ctx, int64_t rows, int64_t cols) {
         cu->LaunchKernel(k->fn, 1024, 1, 1, 256, 1, 1, 0, NULL, args, NULL);
         cu->CtxSynchronize();
     }
-    for (int p = 0; p < 2 && st == TN_STATUS_OK; p++) st = run_chain(ctx, plans[p], buf[p][0], buf[p][1], w, x0, bytes, links, &us[p]);
+    for (int p = 0; p < 2 && st == TN_STATUS_OK; p++) st = run_chain(ctx, plans[p], buf[p][0], buf[p][1], w, x0, poison, bytes, links, &us[p]);
     if (st == TN_STATUS_OK) {
         unsigned char *h[2] = {malloc(bytes), malloc(bytes)};
         for (int p = 0; p < 2; p++) cu->MemcpyDtoH(h[p], buf[p][links % 2], bytes);
@@ -822,6 +826,7 @@ static void check_pdl_chain(tn_context *ctx, int64_t rows, int64_t cols) {
             if (buf[p][q]) cu->MemFree(buf[p][q]);
     if (w) cu->MemFree(w);
     if (x0) cu->MemFree(x0);
+    if (poison) cu->MemFree(poison);
     tn_cache_release(ctx, k);
     tn_plan_destroy(plans[0]);
     tn_plan_destroy(plans[1]);
@@ -1004,7 +1009,11 @@ int main(int argc, char **argv) {
         run_online(ctx, 2);
         run_cols_early(ctx, 1, props.cc_major >= 9);
         check_carry(ctx, props.cc_major >= 9, 1);
-        if (props.cc_major >= 9) check_pdl_chain(ctx, 8, 4096);
+        if (props.cc_major >= 9) { /* with early_l2: a register plan, a cluster plan, a peeled one */
+            check_pdl_chain(ctx, 8, 4096);
+            check_pdl_chain(ctx, 5, 40960);
+            check_pdl_chain(ctx, 3, 12289);
+        }
         goto report;
     }
     if (late) goto fuzz;
@@ -1224,6 +1233,8 @@ fuzz:;
     if (props.cc_major >= 9) {
         check_clusters_placed(ctx);
         check_pdl_chain(ctx, 8, 4096);
+        check_pdl_chain(ctx, 5, 40960);
+        check_pdl_chain(ctx, 3, 12289);
         check_pdl_chain(ctx, 4096, 4096);
     }
 report:

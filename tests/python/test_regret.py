@@ -38,7 +38,8 @@ def main():
         cols = {"vec": "vec", "t/row": "threads_per_row", "rows": "rows_per_cta", "batch": "batch",
                 "block": "block_threads", "stages": "stages", "groups": "consumer_groups", "chunks": "chunks",
                 "cluster": "cluster", "pf": "prefetch", "cta": "ctas_per_sm", "cy": "carry", "ss": "shared_slice",
-                "col": "col_cache", "ce": "cols_early", "pe": "peel", "pl": "pipeline", "on": "online", "smem": "smem_bytes",
+                "col": "col_cache", "ce": "cols_early", "pe": "peel", "pl": "pipeline", "on": "online", "el": "early_l2",
+                "smem": "smem_bytes",
                 "grid": "grid"}  # tune's columns
 
         def row(p, us):

@@ -63,6 +63,19 @@ __device__ __forceinline__ void tn_pdl_launch_dependents() {
 #endif
 }
 
+// A hint: the 16-byte units inside [p, p + bytes) into L2 (cp.async.bulk.prefetch.L2 needs both ends 16-byte
+// aligned; none outside the span is named). Issued before tn_pdl_wait it may run ahead of the previous kernel's
+// last writes: those land in L2, where the loads after the wait find them.
+__device__ __forceinline__ void tn_prefetch_l2_span(const void *p, unsigned long long bytes) {
+#if __CUDA_ARCH__ >= 900
+    const unsigned long long a = reinterpret_cast<unsigned long long>(p), lo = (a + 15) & ~15ull,
+                             hi = (a + bytes) & ~15ull;
+    if (hi > lo) asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(lo), "r"((unsigned)(hi - lo)) : "memory");
+#else
+    (void)p, (void)bytes;
+#endif
+}
+
 // ---- vectors: V elements of storage type S, moved with accesses of up to 16 bytes
 template <int B> struct tn_word;
 template <> struct tn_word<1> { typedef unsigned char t; };
