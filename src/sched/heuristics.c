@@ -131,10 +131,17 @@ static void choose_cols_early(const tn_schedule_request *r, tn_plan_desc *p) {
    the previous kernel lets this one be scheduled from its top, so where the whole grid is resident at once (one
    wave, counted as cols_early_bound counts it), every CTA starts while that kernel still runs, and its first row
    group's DRAM latency can overlap that kernel's end (bench/probes/tail.cu stage 6, H200: 64 x 8192 bf16 rows not
-   in L2, 2.12 us a launch without the prefetch, 1.72 with it; rows already in L2 1.05 and 1.03). A CTA of a later
-   wave starts once that kernel is done, where the prefetch only runs ahead of its own loads by a few cycles. */
+   in L2, 2.12 us a launch without the prefetch, 1.72 with it; rows already in L2 1.05 and 1.03; A/B on the H100,
+   bench/ab/noearly*: 0.74-0.94 over one-wave shapes of 512 B to 16 MiB). A CTA of a later wave starts once that
+   kernel is done, where the prefetch only runs ahead of its own loads by a few cycles. Nor where the problem
+   moves more than half the L2: what the previous kernel streams through L2 while these CTAs wait grows with it
+   (in the A/B a like problem's), and evicted the lines before their use (add_rmsnorm 64 x 131072, 67 MB: 28.96 ->
+   31.13 us; problems of 17 MB gained or held). */
 static int early_l2_fits(const tn_schedule_request *r, const tn_plan_desc *p) {
     if (!p->pdl || !tn_plan_early_l2_kind(p)) return 0;
+    const tn_analysis *a = r->analysis;
+    const double bytes = ((double)r->rows * a->row_elem_bytes + a->col_elem_bytes) * (double)r->cols;
+    if (bytes > 0.5 * r->props->l2_bytes) return 0;
     int64_t per_sm = ceil_div(p->grid, r->props->sm_count);
     if (p->kind == TN_PLAN_CLUSTER && per_sm >= 2) per_sm++;
     return per_sm * p->block_threads <= r->props->max_threads_per_sm;
@@ -158,7 +165,7 @@ int tn_schedule(const tn_schedule_request *r, tn_plan_desc *p, char *err, size_t
             choose_cols_early(r, p);
             if ((p->early_l2 = early_l2_fits(r, p)))
                 tn_why(p, "early_l2: the first row group prefetched into L2 before the PDL wait, as the grid is one "
-                          "wave");
+                          "wave and the problem's bytes half the L2 or less");
             return 1;
         }
         if (forced) {

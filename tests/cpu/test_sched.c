@@ -960,9 +960,9 @@ static void test_cols_early(tn_context *ctx) {
     tn_fusion_destroy(f);
 }
 
-/* early_l2: with PDL, a grid of one wave (register or cluster) prefetches its first row group into L2 before the
-   wait, spans of any alignment inward to 16-byte units; a grid of many waves, a plan without PDL and the other
-   kinds do not; the check refuses it there, and tune's candidates carry it as the scheduler would. */
+/* early_l2: with PDL, a grid of one wave (register or cluster) of a problem of half the L2 or less prefetches its
+   first row group into L2 before the wait, spans of any alignment inward to 16-byte units; a grid of many waves, a
+   larger problem, a plan without PDL and the other kinds do not; the check refuses it there, and tune's candidates carry it as the scheduler would. */
 static void test_early_l2(tn_context *ctx) {
     tn_device_props d;
     tn_device_props_for_target("h200", &d);
@@ -975,7 +975,8 @@ static void test_early_l2(tn_context *ctx) {
         {64, 2048, 1, 16, 1, TN_PLAN_REGISTER}, {5, 40960, 1, 16, 1, TN_PLAN_CLUSTER},
         {3, 12289, 1, 2, 1, TN_PLAN_REGISTER},  /* peeled: odd rows */
         {1, 100001, 1, 2, 1, TN_PLAN_CLUSTER},  /* uneven slices of 1-element vectors */
-        {64, 2048, 0, 16, 0, TN_PLAN_REGISTER}, {65536, 4096, 1, 16, 0, -1}};
+        {64, 2048, 0, 16, 0, TN_PLAN_REGISTER}, {65536, 4096, 1, 16, 0, -1},
+        {64, 131072, 1, 16, 0, TN_PLAN_CLUSTER}}; /* one wave, but 67 MB: more than half the L2 */
     for (int i = 0; i < (int)(sizeof v / sizeof v[0]); i++) {
         tn_schedule_request req = {&a, v[i].rows, v[i].cols, v[i].align, -1, &d, v[i].pdl, 0, 0, 0, 0};
         tn_plan_desc p;
