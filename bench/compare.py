@@ -6,7 +6,8 @@ For every (op, dtype, M, N) case each available system is first checked
 against a float64 reference on the same inputs (its max relative error is
 recorded), then timed inside CUDA graphs that rotate over enough buffer sets
 that the working set is at least 4x the L2; the median of the replays is the
-time, and the whole case is timed twice so the CSV shows how well it repeats.
+time, and the whole case is timed twice, in two passes over the systems (the second reported), so the CSV
+shows how well it repeats.
 
     python3 bench/compare.py --quick                   # a subset, one device call
     python3 bench/compare.py --full --part 1/3         # the standard sweep, split over calls
@@ -246,21 +247,11 @@ def graph_time(fn, sets, launches=20, replays=15, warmup=3):
     return per[len(per) // 2], per[-1] - per[0]
 
 
-def warm_up(case, systems, ceiling):
-    """The run's first case timed once by every system and dropped: the first graphs timed in a run came out
-    slower than the same case later in it (H100, tmanorm rmsnorm 1 x 1024: 1.30 us first, 1.10 last; the
-    bench/results/2026-12-05-h100-first-case.log), which charged whichever system and case came first."""
-    op, dt, m, n = case
-    dtype = DTYPES[dt]
-    nbytes = floor_bytes(op, m, n, dtype)
-    base = [make_inputs(op, m, n, dtype, seed=s) for s in range(max(1, min(32, math.ceil(4 * L2_BYTES / nbytes))))]
-    for name, impl in systems.items():
-        if isinstance(impl, str) or op not in impl:
-            continue
-        try:
-            graph_time(impl[op], [prepare(name, s) for s in base], graph_launches(nbytes, ceiling), replays=3)
-        except Exception:  # the case itself records why
-            pass
+def fail(row, e):
+    """Records why a system failed a case (BENCH_DEBUG=1 prints the traceback)."""
+    row["status"] = "failed: " + f"{type(e).__name__}: {e}".replace("\n", " ")[:300]
+    if os.environ.get("BENCH_DEBUG"):
+        traceback.print_exc()
 
 
 def copy_ceiling_gbs(nbytes=2**30):
@@ -353,8 +344,6 @@ def main():
     f.flush()
 
     todo = cases(args)
-    if todo:
-        warm_up(todo[0], systems, ceiling)
     t_start = time.time()
     for k, (op, dt, m, n) in enumerate(todo, 1):
         dtype = DTYPES[dt]
@@ -363,35 +352,45 @@ def main():
         launches = graph_launches(nbytes, ceiling)
         base = [make_inputs(op, m, n, dtype, seed=1000 * k + s) for s in range(nsets)]
         refs = reference(op, base[0])
-        line = []
+        rows, timed = {}, {}
+        # Two passes over the systems, the reported time the second's: the first timing after a large case (or
+        # the copy ceiling) came out slower (H100: tmanorm rmsnorm 1 x 1024 1.30 us first in a run, 1.10 later,
+        # bench/results/2026-12-05-h100-first-case.log), which charged whichever system was timed first.
         for name, impl in systems.items():
-            row = {"op": op, "dtype": dt, "M": m, "N": n, "system": name, "buffer_sets": nsets}
             if isinstance(impl, str):
                 continue
+            rows[name] = row = {"op": op, "dtype": dt, "M": m, "N": n, "system": name, "buffer_sets": nsets}
             if op not in impl:
                 row["status"] = f"not offered: {name} has no {op}"
-                w.writerow(row)
                 continue
-            fn = impl[op]
             try:
                 sets = [prepare(name, s) for s in base]
-                err = max_rel_err(fn(sets[0]), refs)
-                us, spread = graph_time(fn, sets, launches)
-                us2, spread2 = graph_time(fn, sets, launches)
+                err = max_rel_err(impl[op](sets[0]), refs)
+                timed[name] = (sets, err, graph_time(impl[op], sets, launches))
+            except Exception as e:
+                fail(row, e)
+            torch.cuda.empty_cache()
+        line = []
+        for name, row in rows.items():
+            if name not in timed:
+                line.append(f"{name} failed" if row["status"].startswith("failed") else f"{name} -")
+                continue
+            sets, err, (us1, spread1) = timed.pop(name)
+            try:
+                us, spread = graph_time(systems[name][op], sets, launches)
                 gbs = nbytes / us / 1e3
                 ok = err <= TOLERANCE[dtype]
                 row.update(us=f"{us:.3f}", gbs=f"{gbs:.1f}", pct_ceiling=f"{100 * gbs / ceiling:.1f}",
-                           max_rel_err=f"{err:.3e}", us_repeat=f"{us2:.3f}", spread_us=f"{max(spread, spread2):.3f}",
+                           max_rel_err=f"{err:.3e}", us_repeat=f"{us1:.3f}", spread_us=f"{max(spread, spread1):.3f}",
                            status="ok" if ok else f"inaccurate: max rel err {err:.2e} > {TOLERANCE[dtype]:.0e}")
                 line.append(f"{name} {us:.1f}us{'' if ok else '(!)'}")
             except Exception as e:
-                reason = f"{type(e).__name__}: {e}".replace("\n", " ")[:300]
-                row["status"] = f"failed: {reason}"
+                fail(row, e)
                 line.append(f"{name} failed")
-                if os.environ.get("BENCH_DEBUG"):
-                    traceback.print_exc()
-            w.writerow(row)
+            del sets
             torch.cuda.empty_cache()
+        for row in rows.values():
+            w.writerow(row)
         f.flush()
         print(f"[{k}/{len(todo)} {time.time() - t_start:5.0f}s] {op} {dt} {m}x{n}: " + ", ".join(line), flush=True)
         del base, refs
