@@ -162,11 +162,20 @@ static void emit_value(gen *g, const char *indent, int k) {
         tn_strbuf_printf(g->sb, "%sconst float rcp%d = 1.0f / %s;\n", indent, k, name);
 }
 
+/* How a COL input's vector is loaded: element by element where a peeled row leaves it off its 16-byte boundaries;
+   through the read-only path said outright where early_l2 hands the inputs' addresses to inline asm (nvcc then
+   stops inferring ld.global.nc: every weight load of rmsnorm 1 x 12289 lost it); else as nvcc infers (explicit
+   __ldg everywhere cost a pipelined layernorm 32768 x 2048 8 bytes of spills). */
+static const char *col_loader(const gen *g) {
+    if (g->p->early_l2) return g->p->peel ? "tn_vload_any_ro" : "tn_vload_ro";
+    return g->p->peel ? "tn_vload_any" : "tn_vload";
+}
+
 /* A COL input's vector vi, from global memory (L2 after the first rows). A peeled row's vectors start at
    column H, no 16-byte boundary of the COL input: element by element. */
 static void col_load(gen *g, int k, const char *ind) {
     tn_strbuf_printf(g->sb, "%stn_vec<%s, V> c%d;\n%s%s(c%d, in%d + %svi * V);\n", ind,
-                     k_dtype_code[g->f->nodes[k].dtype].storage, k, ind, g->p->peel ? "tn_vload_any" : "tn_vload", k,
+                     k_dtype_code[g->f->nodes[k].dtype].storage, k, ind, col_loader(g), k,
                      g->f->nodes[k].io_index, g->p->peel ? "H + " : "");
 }
 
@@ -445,7 +454,7 @@ static void register_loads(gen *g, const row_index *x, int staged) {
                              "            if (%s) %s(cc%d[p], in%d + %svi * V);\n"
                              "            else tn_vzero(cc%d[p]);\n        }\n",
                              k_dtype_code[n->dtype].storage, i, x->index, x->bound,
-                             g->p->peel ? "tn_vload_any" : "tn_vload", i, n->io_index, g->p->peel ? "H + " : "", i);
+                             col_loader(g), i, n->io_index, g->p->peel ? "H + " : "", i);
         if (!g->a->used[i] || !is_row_input(n)) continue;
         tn_strbuf_printf(g->sb, "        tn_vec<%s, V> bb%d[P];\n"
                                 "#pragma unroll\n        for (int p = 0; p < P; p++) {\n"
@@ -475,7 +484,7 @@ static void pipeline_loads(gen *g, const char *arr, const char *ind, int cols) {
         tn_strbuf_printf(g->sb, "#pragma unroll\n%sfor (int p = 0; p < P; p++) {\n%s    %s\n", ind, ind,
                          k_whole_row.index);
         if (cols)
-            tn_strbuf_printf(g->sb, "%s    if (vi < NV) tn_vload(cc%d[p], in%d + vi * V);\n", ind, i, n->io_index);
+            tn_strbuf_printf(g->sb, "%s    if (vi < NV) %s(cc%d[p], in%d + vi * V);\n", ind, col_loader(g), i, n->io_index);
         else
             tn_strbuf_printf(g->sb, "%s    if (live && vi < NV) tn_vload(%s%d[p], in%d + row * in%d_ld + vi * V);\n",
                              ind, arr, i, n->io_index, n->io_index);
@@ -867,8 +876,8 @@ static void cluster_cache_cols(gen *g) {
             tn_strbuf_printf(g->sb,
                              "    tn_vec<%s, V> *tn_cc%d = reinterpret_cast<tn_vec<%s, V> *>(tn_smem + %lldu);  // this "
                              "CTA's slice of %s\n"
-                             "    for (int vl = tr; vl < NVL; vl += T) tn_vload(tn_cc%d[vl], in%d + (long long)(VB + vl) * V);\n",
-                             st, i, st, (long long)offset, n->name ? n->name : "a COL input", i, n->io_index);
+                             "    for (int vl = tr; vl < NVL; vl += T) %s(tn_cc%d[vl], in%d + (long long)(VB + vl) * V);\n",
+                             st, i, st, (long long)offset, n->name ? n->name : "a COL input", col_loader(g), i, n->io_index);
             offset += slice_vectors(g) * g->p->vec * (int64_t)tn_dtype_size(n->dtype);
         }
     }

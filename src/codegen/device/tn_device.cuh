@@ -70,7 +70,8 @@ __device__ __forceinline__ void tn_prefetch_l2_span(const void *p, unsigned long
 #if __CUDA_ARCH__ >= 900
     const unsigned long long a = reinterpret_cast<unsigned long long>(p), lo = (a + 15) & ~15ull,
                              hi = (a + bytes) & ~15ull;
-    if (hi > lo) asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(lo), "r"((unsigned)(hi - lo)) : "memory");
+    // A hint: nothing the program reads changes, so no "memory" clobber.
+    if (hi > lo) asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(lo), "r"((unsigned)(hi - lo)));
 #else
     (void)p, (void)bytes;
 #endif
@@ -117,6 +118,19 @@ template <typename S, int V> __device__ __forceinline__ void tn_vstore_peeled(S 
 template <typename S, int V> __device__ __forceinline__ void tn_vload_any(tn_vec<S, V> &d, const S *__restrict__ p) {
 #pragma unroll
     for (int i = 0; i < V; i++) d.e[i] = p[i];
+}
+// A COL input's (weight's, bias's) vector through the read-only path (ld.global.nc), said outright: the kernel
+// never writes them, but nvcc stops inferring it once their pointer reaches inline asm (early_l2's prefetch:
+// every weight load of rmsnorm 1 x 12289 lost it).
+template <typename S, int V> __device__ __forceinline__ void tn_vload_ro(tn_vec<S, V> &d, const S *__restrict__ p) {
+    constexpr int B = (int)sizeof(S) * V, C = B > 16 ? 16 : B;
+    typedef typename tn_word<C>::t W;
+#pragma unroll
+    for (int i = 0; i < B / C; i++) reinterpret_cast<W *>(d.e)[i] = __ldg(reinterpret_cast<const W *>(p) + i);
+}
+template <typename S, int V> __device__ __forceinline__ void tn_vload_any_ro(tn_vec<S, V> &d, const S *__restrict__ p) {
+#pragma unroll
+    for (int i = 0; i < V; i++) d.e[i] = __ldg(p + i);
 }
 // Elements of S from p to the next 16-byte boundary (0 at one).
 template <typename S> __device__ __forceinline__ int tn_head(const S *p) {
