@@ -133,7 +133,10 @@ static void choose_cols_early(const tn_schedule_request *r, tn_plan_desc *p) {
    group's DRAM latency can overlap that kernel's end (bench/probes/tail.cu stage 6, H200: 64 x 8192 bf16 rows not
    in L2, 2.12 us a launch without the prefetch, 1.72 with it; rows already in L2 1.05 and 1.03; A/B on the H100,
    bench/ab/noearly*: 0.74-0.94 over one-wave shapes of 512 B to 16 MiB). A CTA of a later wave starts once that
-   kernel is done, where the prefetch only runs ahead of its own loads by a few cycles. Nor where the problem
+   kernel is done, where the prefetch only runs ahead of its own loads by a few cycles. The wave is counted by
+   threads alone: grids that registers or the launch bound split into two waves gained or held in the A/B too
+   (softmax 512 x 20480, 2 an SM by its bound, 4 needed: 0.926; add_rmsnorm 512 x 16384 0.996), and counting
+   every limit turned off measured gains (softmax 512 x 8192 0.906, 64 x 65536 0.888). Nor where the problem
    moves more than half the L2: what the previous kernel streams through L2 while these CTAs wait grows with it
    (in the A/B a like problem's), and evicted the lines before their use (add_rmsnorm 64 x 131072, 67 MB: 28.96 ->
    31.13 us; problems of 17 MB gained or held). */

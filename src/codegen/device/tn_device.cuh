@@ -68,10 +68,12 @@ __device__ __forceinline__ void tn_pdl_launch_dependents() {
 // last writes: those land in L2, where the loads after the wait find them.
 __device__ __forceinline__ void tn_prefetch_l2_span(const void *p, unsigned long long bytes) {
 #if __CUDA_ARCH__ >= 900
-    const unsigned long long a = reinterpret_cast<unsigned long long>(p), lo = (a + 15) & ~15ull,
-                             hi = (a + bytes) & ~15ull;
-    // A hint: nothing the program reads changes, so no "memory" clobber.
-    if (hi > lo) asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(lo), "r"((unsigned)(hi - lo)));
+    const unsigned long long a = reinterpret_cast<unsigned long long>(p), hi = (a + bytes) & ~15ull;
+    // A hint: nothing the program reads changes, so no "memory" clobber. At most 512 KiB a copy: ptxas encodes
+    // the size in 16 bits of 16-byte units (the spans are 64 KiB or less today).
+    for (unsigned long long lo = (a + 15) & ~15ull; lo < hi; lo += 1ull << 19)
+        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(lo),
+                     "r"((unsigned)(hi - lo < (1ull << 19) ? hi - lo : 1ull << 19)));
 #else
     (void)p, (void)bytes;
 #endif
