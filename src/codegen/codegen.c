@@ -93,6 +93,7 @@ struct gen {
 
 static int is_elementwise(tn_shape_class s) { return s == TN_SHAPE_ROW || s == TN_SHAPE_COL; }
 static int is_row_input(const tn_node *n) { return n->kind == TN_OP_INPUT && n->shape == TN_SHAPE_ROW; }
+static int is_col_input(const tn_node *n) { return n->kind == TN_OP_INPUT && n->shape == TN_SHAPE_COL; }
 
 /* The name of value k where it is used: e<k> per element, s<k> per row. */
 static void value_name(const gen *g, int k, char *out, size_t cap) {
@@ -216,7 +217,7 @@ static void emit_element_loop_body(gen *g, const unsigned char *need, int level,
     for (int i = 0; i < f->num_nodes; i++)
         if (need[i] && is_row_input(&f->nodes[i])) g->storage->fetch(g, i, ind);
     for (int i = 0; i < f->num_nodes; i++)
-        if (need[i] && f->nodes[i].kind == TN_OP_INPUT && f->nodes[i].shape == TN_SHAPE_COL)
+        if (need[i] && is_col_input(&f->nodes[i]))
             (g->p->col_cache ? cached_col_fetch : g->storage->col_fetch ? g->storage->col_fetch : col_load)(g, i, ind);
     if (phase_is_output)
         for (int r = 0; r < g->a->num_row_outputs; r++) {
@@ -446,7 +447,7 @@ static void register_loads(gen *g, const row_index *x, int staged) {
     const tn_fusion *f = g->f;
     for (int i = 0; i < f->num_nodes; i++) {
         const tn_node *n = &f->nodes[i];
-        if (g->a->used[i] && n->kind == TN_OP_INPUT && n->shape == TN_SHAPE_COL && cols_in_registers(g))
+        if (g->a->used[i] && is_col_input(n) && cols_in_registers(g))
             tn_strbuf_printf(g->sb,
                              "        tn_vec<%s, V> cc%d[P];  // issued with the row's loads\n"
                              "#pragma unroll\n        for (int p = 0; p < P; p++) {\n"
@@ -479,7 +480,7 @@ static void pipeline_loads(gen *g, const char *arr, const char *ind, int cols) {
     const tn_fusion *f = g->f;
     for (int i = 0; i < f->num_nodes; i++) {
         const tn_node *n = &f->nodes[i];
-        const int col = n->kind == TN_OP_INPUT && n->shape == TN_SHAPE_COL && cols_in_registers(g);
+        const int col = is_col_input(n) && cols_in_registers(g);
         if (!g->a->used[i] || !(cols ? col : is_row_input(n))) continue;
         tn_strbuf_printf(g->sb, "#pragma unroll\n%sfor (int p = 0; p < P; p++) {\n%s    %s\n", ind, ind,
                          k_whole_row.index);
@@ -870,7 +871,7 @@ static void cluster_cache_cols(gen *g) {
     for (int size = 8; size >= 1; size /= 2) {
         for (int i = 0; i < f->num_nodes; i++) {
             const tn_node *n = &f->nodes[i];
-            if (!g->a->used[i] || n->kind != TN_OP_INPUT || n->shape != TN_SHAPE_COL) continue;
+            if (!g->a->used[i] || !is_col_input(n)) continue;
             if ((int)tn_dtype_size(n->dtype) != size) continue;
             const char *st = k_dtype_code[n->dtype].storage;
             tn_strbuf_printf(g->sb,
@@ -1029,7 +1030,7 @@ static void emit_early_l2(gen *g) {
                          g->p->cluster, g->a->col_elem_bytes);
         for (int i = 0; i < f->num_nodes; i++) {
             const tn_node *n = &f->nodes[i];
-            if (g->a->used[i] && n->kind == TN_OP_INPUT && n->shape == TN_SHAPE_COL)
+            if (g->a->used[i] && is_col_input(n))
                 tn_strbuf_printf(sb, "            tn_prefetch_l2_span(in%d + tn_e0 + tn_c0, (tn_ne - tn_c0 < tn_per ? tn_ne - tn_c0 : tn_per) * %du);\n",
                                  n->io_index, (unsigned)tn_dtype_size(n->dtype));
         }

@@ -77,6 +77,14 @@ static int common_fields(const tn_schedule_request *r, tn_plan_desc *p, char *er
 
 /* ---- register and cluster: the COL vectors with the row's loads ------------------------------- */
 
+/* CTAs an SM plan p's grid needs to run in one wave (a cluster plan one more where it needs two or more, as
+   clusters pack into GPCs: clusters_all_run), or 0 where their threads do not fit an SM. */
+static int64_t one_wave_ctas(const tn_schedule_request *r, const tn_plan_desc *p) {
+    int64_t per_sm = ceil_div(p->grid, r->props->sm_count);
+    if (p->kind == TN_PLAN_CLUSTER && per_sm >= 2) per_sm++;
+    return per_sm * p->block_threads <= r->props->max_threads_per_sm ? per_sm : 0;
+}
+
 /* The launch bound (ctas_per_sm) under which plan p takes its COL vectors (weight, bias) into registers with
    the row's own loads (plan field cols_early) rather than after the reductions; -1 where it does not. Where
    every CTA is resident at once and takes one row group, nothing hides that second wait for memory (tune,
@@ -94,9 +102,8 @@ static int cols_early_bound(const tn_schedule_request *r, const tn_plan_desc *p)
     const int cluster = p->kind == TN_PLAN_CLUSTER;
     const int64_t groups = cluster ? r->rows : ceil_div(r->rows, p->rows_per_cta);
     if ((cluster ? p->grid / p->cluster : p->grid) < groups) return -1; /* CTAs loop: the next group hides it */
-    int64_t per_sm = ceil_div(p->grid, d->sm_count);
-    if (cluster && per_sm >= 2) per_sm++;
-    if (per_sm * p->block_threads > d->max_threads_per_sm) return -1;
+    const int64_t per_sm = one_wave_ctas(r, p);
+    if (!per_sm) return -1;
     /* Their words counted as the row's are (TN_REG_NEED: twice, raw and converted; at once they spilled 4 bytes
        in add_rmsnorm 1 x 262144's 16 CTAs of 128 x 16). */
     const int64_t cols = 2 * p->batch * ceil_div((int64_t)p->vec * a->col_elem_bytes, 4);
@@ -128,9 +135,9 @@ static void choose_cols_early(const tn_schedule_request *r, tn_plan_desc *p) {
 /* ---- register and cluster: the first row group into L2 before the PDL wait --------------------------------- */
 
 /* Whether plan p prefetches its first row group into L2 before griddepcontrol.wait (plan field early_l2). With PDL
-   the previous kernel lets this one be scheduled from its top, so where the whole grid is resident at once (one
-   wave, counted as cols_early_bound counts it), every CTA starts while that kernel still runs, and its first row
-   group's DRAM latency can overlap that kernel's end (bench/probes/tail.cu stage 6, H200: 64 x 8192 bf16 rows not
+   the previous kernel lets this one be scheduled from its top, so where the whole grid is resident at once
+   (one_wave_ctas), every CTA starts while that kernel still runs, and its first row group's DRAM latency can
+   overlap that kernel's end (bench/probes/tail.cu stage 6, H200: 64 x 8192 bf16 rows not
    in L2, 2.12 us a launch without the prefetch, 1.72 with it; rows already in L2 1.05 and 1.03; A/B on the H100,
    bench/ab/noearly*: 0.74-0.94 over one-wave shapes of 512 B to 16 MiB). A CTA of a later wave starts once that
    kernel is done, where the prefetch only runs ahead of its own loads by a few cycles. The wave is counted by
@@ -142,12 +149,8 @@ static void choose_cols_early(const tn_schedule_request *r, tn_plan_desc *p) {
    31.13 us; problems of 17 MB gained or held). */
 static int early_l2_fits(const tn_schedule_request *r, const tn_plan_desc *p) {
     if (!p->pdl || !tn_plan_early_l2_kind(p)) return 0;
-    const tn_analysis *a = r->analysis;
-    const double bytes = ((double)r->rows * a->row_elem_bytes + a->col_elem_bytes) * (double)r->cols;
-    if (bytes > 0.5 * r->props->l2_bytes) return 0;
-    int64_t per_sm = ceil_div(p->grid, r->props->sm_count);
-    if (p->kind == TN_PLAN_CLUSTER && per_sm >= 2) per_sm++;
-    return per_sm * p->block_threads <= r->props->max_threads_per_sm;
+    const int64_t bytes = tn_analysis_bytes(r->analysis, r->rows, r->cols); /* -1: past int64 */
+    return bytes >= 0 && bytes <= r->props->l2_bytes / 2 && one_wave_ctas(r, p) > 0;
 }
 
 int tn_schedule(const tn_schedule_request *r, tn_plan_desc *p, char *err, size_t cap) {
