@@ -6,8 +6,8 @@ For every (op, dtype, M, N) case each available system is first checked
 against a float64 reference on the same inputs (its max relative error is
 recorded), then timed inside CUDA graphs that rotate over enough buffer sets
 that the working set is at least 4x the L2; the median of the replays is the
-time, and the whole case is timed twice, in two passes over the systems (the faster reported), so the CSV
-shows how well it repeats.
+time, and the whole case is timed twice, in two passes over the systems, the second in the reverse order
+(each system's faster pass reported, the other in us_repeat), so the CSV shows how well it repeats.
 
     python3 bench/compare.py --quick                   # a subset, one device call
     python3 bench/compare.py --full --part 1/3         # the standard sweep, split over calls
@@ -278,6 +278,17 @@ def parse_shapes(text):
     return [tuple(int(v) for v in s.split("x")) for s in text.split(",") if s]
 
 
+def parse_part(text):
+    """--part K/P as (K, P), refused unless 1 <= K <= P (0/2 once ran a single case and looked like a half)."""
+    try:
+        k, p = (int(v) for v in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not K/P") from None
+    if not 1 <= k <= p:
+        raise argparse.ArgumentTypeError(f"{text!r}: K must be 1 to P")
+    return k, p
+
+
 def cases(args):
     shapes = parse_shapes(args.shapes) if args.shapes else (
         QUICK_SHAPES if args.quick else [(m, n) for m in FULL_M for n in FULL_N])
@@ -289,7 +300,7 @@ def cases(args):
                     continue  # the standard sweep skips tensors above 4 GiB
                 out.append((op, dt, m, n))
     if args.part:
-        k, parts = (int(v) for v in args.part.split("/"))
+        k, parts = args.part
         out = out[k - 1::parts]
     return out
 
@@ -303,7 +314,8 @@ def main():
     ap.add_argument("--dtypes", default="bf16")
     ap.add_argument("--systems", default=",".join(SYSTEMS))
     ap.add_argument("--shapes", default="", help="MxN,MxN,... (overrides --quick/--full)")
-    ap.add_argument("--part", default="", help="K/P: every P-th case starting at K (split --full over calls)")
+    ap.add_argument("--part", default=None, type=parse_part,
+                    help="K/P, K from 1 to P: every P-th case starting at the K-th (split --full over calls)")
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--tag", default="h200")
     args = ap.parse_args()
@@ -374,10 +386,13 @@ def main():
                 fail(row, e)
             del sets  # a system's extras (flashinfer's scratch copies) are made again for its second pass
             torch.cuda.empty_cache()
-        line = []
-        for name, row in rows.items():
+        # The second pass runs the systems in the reverse order, so each has one early and one late place
+        # (session 12, H100: in one of the two passes the systems timed late ran 2-4% faster at 268 MB
+        # shapes, while tmanorm, always first, never did: us against us_repeat in 2026-12-05-h100-s12-part*.csv).
+        line = {}
+        for name, row in reversed(list(rows.items())):
             if name not in timed:
-                line.append(f"{name} failed" if row["status"].startswith("failed") else f"{name} -")
+                line[name] = f"{name} failed" if row["status"].startswith("failed") else f"{name} -"
                 continue
             err, (us1, spread1) = timed.pop(name)
             sets = None
@@ -390,16 +405,17 @@ def main():
                 row.update(us=f"{us:.3f}", gbs=f"{gbs:.1f}", pct_ceiling=f"{100 * gbs / ceiling:.1f}",
                            max_rel_err=f"{err:.3e}", us_repeat=f"{us1:.3f}", spread_us=f"{max(spread, spread1):.3f}",
                            status="ok" if ok else f"inaccurate: max rel err {err:.2e} > {TOLERANCE[dtype]:.0e}")
-                line.append(f"{name} {us:.1f}us{'' if ok else '(!)'}")
+                line[name] = f"{name} {us:.1f}us{'' if ok else '(!)'}"
             except Exception as e:
                 fail(row, e)
-                line.append(f"{name} failed")
+                line[name] = f"{name} failed"
             del sets
             torch.cuda.empty_cache()
         for row in rows.values():
             w.writerow(row)
         f.flush()
-        print(f"[{k}/{len(todo)} {time.time() - t_start:5.0f}s] {op} {dt} {m}x{n}: " + ", ".join(line), flush=True)
+        progress = ", ".join(line[name] for name in rows)  # in the first pass's order
+        print(f"[{k}/{len(todo)} {time.time() - t_start:5.0f}s] {op} {dt} {m}x{n}: {progress}", flush=True)
         del base, refs
     f.close()
     print(f"wrote {path}")
