@@ -8,8 +8,10 @@
 #   bash bench/probes/ncu.sh softmax 512x65536 tmanorm,quack --plan bench/ab/m512/softmax.json
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-op=$1 shape=$2 systems=${3:-tmanorm,quack,flashinfer}
-shift $(($# < 3 ? $# : 3))
+op=$1 shape=$2
+shift 2
+systems=tmanorm,quack,flashinfer
+if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then systems=$1; shift; fi
 out=${OUT:-gpu-logs}/ncu
 mkdir -p "$out"
 [ -x build-gpu/tmanorm ] || { cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >"$out/build.log" 2>&1 &&
