@@ -688,9 +688,13 @@ static void test_candidates(tn_context *ctx) {
             const int n = tn_schedule_candidates(&req, c, 1024);
             CHECK(n > 0 && n < 1024, "%s %lldx%lld: %d candidates", tn_builtin_name((tn_builtin)op),
                   (long long)shapes[i][0], (long long)shapes[i][1], n);
-            int carries = 0, staged = 0, bounded = 0, shared = 0, pipelined = 0, sixteen = 0;
+            int carries = 0, staged = 0, bounded = 0, shared = 0, pipelined = 0, sixteen = 0, looped = 0, resident = 0;
+            const int64_t row_reread = shapes[i][1] * a.buffer_elem_bytes;
             for (int k = 0; k < n; k++) {
                 carries += c[k].carry;
+                /* Looped grids of every block size, one of them with its rows' re-read inputs in 2/3 of the L2. */
+                looped += c[k].kind == TN_PLAN_LOOPED;
+                resident += c[k].kind == TN_PLAN_LOOPED && c[k].grid * row_reread <= 2LL * d.l2_bytes / 3;
                 staged += c[k].kind == TN_PLAN_CLUSTER && c[k].stages > 0;
                 /* A slice left in shared memory: one stage, a cluster a row. */
                 if (c[k].shared_slice)
@@ -715,6 +719,9 @@ static void test_candidates(tn_context *ctx) {
             /* Register plans of many row groups come pipelined too (16384 x 1024: 4096 groups of 4 rows). */
             CHECK(shapes[i][0] < 16384 || shapes[i][1] > 4096 || pipelined > 0, "%s %lldx%lld: no pipelined "
                   "candidates", tn_builtin_name((tn_builtin)op), (long long)shapes[i][0], (long long)shapes[i][1]);
+            CHECK(looped >= 4 && (row_reread > 2LL * d.l2_bytes / 3 || resident >= 4), "%s %lldx%lld: %d looped "
+                  "candidates, %d of them with their rows in L2", tn_builtin_name((tn_builtin)op),
+                  (long long)shapes[i][0], (long long)shapes[i][1], looped, resident);
             CHECK(op == TN_BUILTIN_SOFTMAX ? carries > 0 : carries == 0, "%s %lldx%lld: %d carry candidates",
                   tn_builtin_name((tn_builtin)op), (long long)shapes[i][0], (long long)shapes[i][1], carries);
             for (int k = 0; k < n; k++) {
