@@ -30,10 +30,11 @@ int tn_check_looped(const tn_plan_desc *p, const tn_analysis *a, const tn_device
     return 1;
 }
 
-/* Rows a looped grid may work on at once for every later pass to find its row's ROW inputs still in L2:
-   two thirds of the L2 (FlashInfer's rmsnorm, a 1024-thread CTA a row, reaches 99% of the copy at 512 x
-   131072 bf16 on an H100 with 132 rows of 256 KiB in flight, 34 of the L2's 50 MB; tmanorm's looped grid of
-   two 1024-thread CTAs an SM keeps 264 and ran at 65%: every pass from DRAM). At least one row. */
+/* Rows a looped grid may work on at once for every later pass to find its row's ROW inputs still in L2 (two
+   thirds of it; at least one row). Why a candidate: at 512 x 131072 bf16 on an H100, tmanorm's looped
+   candidates ran 139 us, what reading every row twice from DRAM costs, where FlashInfer's rmsnorm (a CTA of
+   1024 threads a row, two passes over global memory) ran 91 us, 99% of the copy; whether L2 residency is the
+   difference is what timing this candidate tells (bench/probes/ncu.sh reads the L2 hit rate). */
 static int64_t l2_resident_rows(const tn_schedule_request *r) {
     const int64_t reread = r->cols * (int64_t)r->analysis->buffer_elem_bytes;
     const int64_t rows = reread > 0 ? 2 * (int64_t)r->props->l2_bytes / 3 / reread : r->rows;
