@@ -6,8 +6,9 @@ static void looped_shape(const tn_schedule_request *r, tn_plan_desc *p, int bloc
     p->threads_per_row = p->block_threads = block;
     p->rows_per_cta = 1;
     p->batch = 4;
-    /* As many CTAs as the SMs hold by threads, each looping over rows (rows of up to about 100 KiB keep
-       their re-read inputs in L2 between passes at this grid; longer ones read them from DRAM again). */
+    /* As many CTAs as the SMs hold by threads, each looping over rows; their re-read inputs stay in L2
+       between passes while the grid's rows fit in it (132 SMs x 2 CTAs of 1024 threads: rows up to about
+       120 KiB), longer ones are read from DRAM again. */
     int64_t ctas = (int64_t)r->props->sm_count * (r->props->max_threads_per_sm / block);
     p->grid = min_i64(r->rows, ctas);
 }
