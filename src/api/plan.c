@@ -83,10 +83,16 @@ static int align_class(int align) {
    many rows (over half the SMs) that takes two or more waves of what the
    driver runs at once: launched in waves on purpose (tune's candidates), not
    a persistent grid sized by estimate. Few rows' plans are sized for one
-   round and take the driver's count, which clusters_short then checks. */
+   round and take the driver's count, which clusters_short then checks. A
+   plan whose slices stay in L2 (l2_slice) keeps its grid, or the driver's
+   count where that is less. */
 static void persistent_clusters(tn_plan *plan, const tn_plan_desc *desc, tn_variant *var, int i, int64_t active) {
     tn_launch_desc *l = &var->launches[i];
     if (desc->shared_slice) return;
+    if (desc->l2_slice) {
+        if (active > 0 && active * l->cluster < l->grid) l->grid = active * l->cluster;
+        return;
+    }
     const int64_t rows = desc->rows;
     const int64_t groups = rows / desc->rows_per_cta + (rows % desc->rows_per_cta != 0);
     if (active > 0 && l->grid == groups * l->cluster && groups >= 2 * active && rows * 2 > plan->ctx->props.sm_count)

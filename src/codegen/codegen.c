@@ -578,6 +578,14 @@ static void global_fetch(gen *g, int k, const char *ind) {
                      k_dtype_code[n->dtype].storage, k, ind, k, n->io_index, n->io_index);
 }
 
+/* l2 slice (cluster plan, l2_slice): the global storage over the CTA's slice of the row, vectors [VB, VB + NVL):
+   each phase streams it from memory again, L2 holding the grid's rows between phases. */
+static void l2_slice_loop(gen *g, int output_phase) {
+    tn_strbuf_printf(g->sb, "#pragma unroll %d\n        for (int vl = tr; vl < NVL; vl += T) {\n"
+                            "            const int vi = VB + vl;\n            if (%s) {\n",
+                     g->p->batch, output_phase ? "live" : "true");
+}
+
 /* shared: the ring skeleton's bulk copies put each row of each ROW input in
    the stage's shared memory; phases read it with 16-byte loads. */
 /* r<i>: this row's part of the stage for each ROW input (the stage is tn_stage). */
@@ -671,6 +679,8 @@ static void outside_fetch(gen *g, int k, const char *ind) {
 static const storage_code k_outside = {"registers, the element outside a peeled row's vectors", NULL, NULL, NULL,
                                        outside_fetch, col_load, NULL};
 static const storage_code k_global = {"global memory", global_setup, strided_loop, loop_close, global_fetch, NULL, NULL};
+static const storage_code k_l2_slice = {"global memory, a slice of each row per CTA (read again from L2 each phase)",
+                                        global_setup, l2_slice_loop, loop_close, global_fetch, NULL, NULL};
 static const storage_code k_shared = {"shared memory (bulk copies)", shared_setup, strided_loop, loop_close,
                                       shared_fetch, NULL, NULL};
 static const storage_code k_register_slice = {"registers, a slice of each row per CTA", slice_setup, slice_loop,
@@ -978,6 +988,7 @@ typedef struct kind_code {
     const skeleton_code *skeleton;
     const storage_code *staged; /* the storage where the plan has stages and the kind does not always (or NULL) */
     const storage_code *shared; /* ... and where the plan's slices stay in shared memory (shared_slice) */
+    const storage_code *l2;     /* ... and where they stay in global memory, read from L2 (l2_slice) */
 } kind_code;
 
 static const kind_code k_kinds[TN_PLAN_KIND_COUNT] = {
@@ -985,7 +996,7 @@ static const kind_code k_kinds[TN_PLAN_KIND_COUNT] = {
     [TN_PLAN_LOOPED] = {&k_global, &k_grid_stride, NULL},
     [TN_PLAN_TMA] = {&k_shared, &k_ring, NULL},
     [TN_PLAN_TMA_WS] = {&k_shared_chunks, &k_ws_ring, NULL},
-    [TN_PLAN_CLUSTER] = {&k_register_slice, &k_cluster, &k_staged_slice, &k_shared_slice},
+    [TN_PLAN_CLUSTER] = {&k_register_slice, &k_cluster, &k_staged_slice, &k_shared_slice, &k_l2_slice},
 };
 
 /* Whether a phase after `phase` reads a ROW input (with carried values taken as computed). */
@@ -1041,9 +1052,10 @@ static void emit_early_l2(gen *g) {
 
 void tn_codegen(const tn_fusion *f, const tn_analysis *a, const tn_plan_desc *p, tn_strbuf *sb) {
     const kind_code *kc = &k_kinds[p->kind];
-    const storage_code *storage = p->stages && p->shared_slice && kc->shared ? kc->shared
-                                  : p->stages && kc->staged                ? kc->staged
-                                                                           : kc->storage;
+    const storage_code *storage = p->l2_slice && kc->l2                     ? kc->l2
+                                  : p->stages && p->shared_slice && kc->shared ? kc->shared
+                                  : p->stages && kc->staged                    ? kc->staged
+                                                                               : kc->storage;
     gen g = {f, a, p, sb, storage, kc->skeleton, 0, {0}, 0, 0, 0, 0};
     g.carry = p->carry && tn_plan_carry_floats(p, 1) && a->num_carried;
     g.uneven = p->kind == TN_PLAN_CLUSTER && (p->cols / p->vec) % p->cluster != 0;

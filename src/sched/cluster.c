@@ -693,9 +693,33 @@ int tn_check_cluster(const tn_plan_desc *p, const tn_analysis *a, const tn_devic
         REJECT("plan: %d stages of a slice (and the COL slices, col_cache %d) and the exchange's %lld bytes of "
                "shared memory are above the device's %d per CTA", p->stages, p->col_cache,
                (long long)cluster_static_smem(a, p), d->smem_per_block_optin);
-    if ((int64_t)p->threads_per_row * p->batch < tn_cluster_slice_vectors(nv, p->cluster))
+    if (!p->l2_slice && (int64_t)p->threads_per_row * p->batch < tn_cluster_slice_vectors(nv, p->cluster))
         REJECT("plan: threads_per_row %d x batch %d vectors do not cover a slice of %lld vectors", p->threads_per_row,
                p->batch, (long long)tn_cluster_slice_vectors(nv, p->cluster));
+    return 1;
+}
+
+/* A cluster plan of cl CTAs of t threads whose slices stay in global memory (l2_slice): 4 vectors a thread in
+   flight, 2 at 1024 threads (at 4, layernorm's and add_rmsnorm's spilled 8-26 bytes under the 64 registers a
+   thread), and a persistent grid of as many clusters as the SMs hold by threads, as rows fit in L2 (every later
+   phase reads its slice again) and as there are rows. 0 where the row has too few vectors for cl slices, or
+   too few for t threads a slice. */
+static int l2_slice_shape(const tn_schedule_request *r, const tn_plan_desc *base, int cl, int t, tn_plan_desc *p) {
+    const int64_t nv = base->cols / base->vec;
+    if ((r->max_cluster && cl > r->max_cluster) || !tn_cluster_slices_fit(nv, cl) ||
+        tn_cluster_slice_vectors(nv, cl) < 2LL * t || t > r->props->max_threads_per_block)
+        return 0;
+    *p = *base;
+    p->kind = TN_PLAN_CLUSTER;
+    p->cluster = cl;
+    p->threads_per_row = p->block_threads = t;
+    p->rows_per_cta = 1;
+    p->batch = t >= 1024 ? 2 : 4;
+    p->l2_slice = 1;
+    p->stages = p->smem_bytes = p->ctas_per_sm = p->carry = p->peel = p->pipeline = p->online = 0;
+    int64_t clusters = (int64_t)(r->props->max_threads_per_sm / t) * r->props->sm_count / cl;
+    clusters = min_i64(min_i64(clusters, tn_plan_l2_resident_rows(r->analysis, r->props, base->cols)), r->rows);
+    p->grid = min_i64(clusters < 1 ? 1 : clusters, 0x7fffffff / cl) * cl;
     return 1;
 }
 
@@ -750,6 +774,14 @@ int tn_candidates_cluster(const tn_schedule_request *r, const tn_plan_desc *base
                 if (n < cap && (q.ctas_per_sm = shared_slice_bound(r, &q))) out[n++] = q;
             }
         }
+    /* Rows whose re-read inputs take 128 KiB or more: every cluster size again with the slices left in global
+       memory, each phase streaming its slice from L2 (l2_slice; untimed as a rule). The rows past what a
+       cluster holds on chip (bf16 from 524288, f32 from 262144) have only the looped plan besides, which reads
+       each row again from DRAM once more rows are in flight than the L2 holds. */
+    if (base->cols * r->analysis->buffer_elem_bytes >= 128 * 1024)
+        for (int cl = 2; cl <= tn_max_cluster(r->props->cc_major) && n < cap; cl *= 2)
+            for (int t = 512; t <= 1024 && n < cap; t *= 2)
+                if (l2_slice_shape(r, base, cl, t, &out[n])) n++;
     /* Few rows (a cluster of 16 each on at most 4 CTAs an SM): clusters of 16 CTAs, the non-portable size, slices
        in registers, with and without the launch bound (the scheduler keeps to 8 until they are measured; the plan
        build refuses them where the driver places none); up to 512 threads (the exchange with 15 others spilled

@@ -27,8 +27,9 @@ void tn_why(tn_plan_desc *p, const char *fmt, ...) {
    memory at little cost: 2-5% slower at 4096 rows (141.0 against 147.6). */
 int tn_carry_fits(const tn_schedule_request *r, const tn_plan_desc *p) {
     const int64_t floats = tn_plan_carry_floats(p, r->analysis->num_carried);
-    /* A slice in shared memory is read again instead (and carry would cost it its few registers). */
-    return r->analysis->num_carried && !p->shared_slice && !p->peel && floats > 0 &&
+    /* A slice in shared memory (or left in L2) is read again instead (and carry would cost it its few
+       registers). */
+    return r->analysis->num_carried && !p->shared_slice && !p->l2_slice && !p->peel && floats > 0 &&
            floats <= tn_plan_carry_limit(p, r->props); /* a peeled row's outside elements have no carry slots */
 }
 

@@ -32,20 +32,9 @@ int tn_check_looped(const tn_plan_desc *p, const tn_analysis *a, const tn_device
     return 1;
 }
 
-/* Rows a looped grid may work on at once for every later pass to find its row's ROW inputs still in L2 (two
-   thirds of it; at least one row). Why a candidate: at 512 x 131072 bf16 on an H100, tmanorm's looped
-   candidates ran 139 us, what reading every row twice from DRAM costs, where FlashInfer's rmsnorm (a CTA of
-   1024 threads a row, two passes over global memory) ran 91 us, 99% of the copy; whether L2 residency is the
-   difference is what timing this candidate tells (bench/probes/ncu.sh reads the L2 hit rate). */
-static int64_t l2_resident_rows(const tn_schedule_request *r) {
-    const int64_t reread = r->cols * (int64_t)r->analysis->buffer_elem_bytes;
-    const int64_t rows = reread > 0 ? 2 * (int64_t)r->props->l2_bytes / 3 / reread : r->rows;
-    return rows < 1 ? 1 : rows;
-}
-
 int tn_candidates_looped(const tn_schedule_request *r, const tn_plan_desc *base, tn_plan_desc *out, int cap) {
     int n = 0;
-    const int64_t resident = l2_resident_rows(r);
+    const int64_t resident = tn_plan_l2_resident_rows(r->analysis, r->props, r->cols);
     for (int block = 128; block <= 1024 && n < cap; block *= 2) {
         out[n] = *base;
         out[n].kind = TN_PLAN_LOOPED;
@@ -57,7 +46,11 @@ int tn_candidates_looped(const tn_schedule_request *r, const tn_plan_desc *base,
             out[n] = p;
             out[n++].grid = r->rows;
         }
-        /* ... and a persistent grid of only as many CTAs as rows fit in L2 (untimed as a rule). */
+        /* ... and a persistent grid of only as many CTAs as rows fit in L2 (untimed as a rule). Why: at 512 x
+           131072 bf16 on an H100 the looped candidates ran 139 us, what reading every row twice from DRAM costs,
+           where FlashInfer's rmsnorm (a CTA of 1024 threads a row, two passes over global memory) ran 91 us, 99%
+           of the copy; whether L2 residency is the difference is what timing this candidate tells
+           (bench/probes/ncu.sh reads the L2 hit rate). */
         if (n < cap && resident < p.grid) {
             out[n] = p;
             out[n++].grid = resident;

@@ -36,7 +36,7 @@ static const field k_fields[] = {F64(rows), F64(cols), F32(vec), F32(threads_per
                                  OPT(chunks, 1), OPT(producer_regs, 0), OPT(consumer_regs, 0), OPT(cluster, 1),
                                  OPT(ctas_per_sm, 0), OPT(prefetch, 0), OPT(carry, 0),
                                  OPT(shared_slice, 0), OPT(col_cache, 0), OPT(cols_early, 0), OPT(peel, 0),
-                                 OPT(pipeline, 0), OPT(online, 0), OPT(early_l2, 0)};
+                                 OPT(pipeline, 0), OPT(online, 0), OPT(early_l2, 0), OPT(l2_slice, 0)};
 #define NUM_FIELDS (sizeof k_fields / sizeof k_fields[0])
 
 static int64_t get(const tn_plan_desc *p, const field *f) {
@@ -240,7 +240,14 @@ int tn_plan_desc_same(const tn_plan_desc *a, const tn_plan_desc *b) {
 }
 
 int tn_plan_cols_early_kind(const tn_plan_desc *p) {
-    return p->kind == TN_PLAN_REGISTER || (p->kind == TN_PLAN_CLUSTER && !p->shared_slice && !p->col_cache);
+    return p->kind == TN_PLAN_REGISTER ||
+           (p->kind == TN_PLAN_CLUSTER && !p->shared_slice && !p->col_cache && !p->l2_slice);
+}
+
+int64_t tn_plan_l2_resident_rows(const tn_analysis *a, const tn_device_props *d, int64_t cols) {
+    const int64_t reread = cols * (int64_t)a->buffer_elem_bytes;
+    const int64_t rows = reread > 0 ? 2 * (int64_t)d->l2_bytes / 3 / reread : INT64_MAX;
+    return rows < 1 ? 1 : rows;
 }
 
 int tn_plan_early_l2_kind(const tn_plan_desc *p) { return p->kind == TN_PLAN_REGISTER || p->kind == TN_PLAN_CLUSTER; }
@@ -334,7 +341,7 @@ int tn_plan_desc_check(const tn_plan_desc *p, const tn_analysis *a, const tn_dev
         REJECT("plan: col_cache %d must be 0, or 1 in a cluster plan of a fusion with a COL input", p->col_cache);
     if (p->cols_early != 0 && (p->cols_early != 1 || !tn_plan_cols_early_kind(p) || !a->col_elem_bytes))
         REJECT("plan: cols_early %d must be 0, or 1 in a register plan or a cluster plan whose slice is in registers "
-               "(no shared_slice, no col_cache) of a fusion with a COL input", p->cols_early);
+               "(no shared_slice, col_cache or l2_slice) of a fusion with a COL input", p->cols_early);
     if (p->carry != 0 && (p->carry != 1 || !tn_plan_carry_floats(p, 1)))
         REJECT("plan: carry %d must be 0, or 1 in a register, cluster or tma plan", p->carry);
     if (p->carry && !a->num_carried)
@@ -347,6 +354,10 @@ int tn_plan_desc_check(const tn_plan_desc *p, const tn_analysis *a, const tn_dev
     if (p->early_l2 != 0 && (p->early_l2 != 1 || !p->pdl || !tn_plan_early_l2_kind(p)))
         REJECT("plan: early_l2 %d must be 0, or 1 in a register or cluster plan with pdl 1 (pdl %d)", p->early_l2,
                p->pdl);
+    if (p->l2_slice != 0 && (p->l2_slice != 1 || p->kind != TN_PLAN_CLUSTER || p->stages || p->shared_slice ||
+                             p->carry || p->col_cache || p->cols_early || p->prefetch || p->batch > 16))
+        REJECT("plan: l2_slice %d must be 0, or 1 in a cluster plan without stages, shared_slice, carry, col_cache, "
+               "cols_early or prefetch, of batch at most 16 (vectors a thread in flight: %d)", p->l2_slice, p->batch);
     if (p->vec > 1 && p->vec * a->min_row_elem_size > 16)
         REJECT("plan: vec %d is wider than one 16-byte access of the narrowest tensor", p->vec);
     if (p->align_bytes < tn_plan_access_align(p, a->max_elem_size))

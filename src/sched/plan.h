@@ -79,6 +79,10 @@ typedef struct tn_plan_desc {
                             of every ROW input and its part of every COL input are prefetched into L2
                             (cp.async.bulk.prefetch.L2), so their DRAM latency overlaps the previous kernel's end;
                             that kernel's writes land in L2, so the loads after the wait still see them */
+    int l2_slice;        /* cluster: 1 = each CTA's slice of a row stays in global memory and every phase reads it
+                            again (from L2: the grid keeps at once only the rows whose re-read inputs fit in two
+                            thirds of it), batch vectors a thread in flight; for rows too long for the cluster to
+                            hold on chip. No stages, shared_slice, carry, col_cache, cols_early, prefetch */
     char why[1024];      /* the scheduler's reasons, one clause per decision */
 } tn_plan_desc;
 
@@ -87,6 +91,9 @@ int tn_plan_desc_same(const tn_plan_desc *a, const tn_plan_desc *b);
 /* Whether p's kind and fields let it take its COL vectors with the row's loads (plan field `cols_early`): register
    plans and cluster plans whose slice is in registers. */
 int tn_plan_cols_early_kind(const tn_plan_desc *p);
+/* Rows a plan whose inputs are read again in a later phase (looped, cluster with l2_slice) may have in flight
+   for those reads to find them in L2: two thirds of it over the re-read bytes of a row, at least one. */
+int64_t tn_plan_l2_resident_rows(const tn_analysis *a, const tn_device_props *d, int64_t cols);
 /* Whether p's kind and fields let it reduce online pairs (plan field `online`): register, tma and cluster plans
    without peel or pipeline. */
 int tn_plan_online_kind(const tn_plan_desc *p);

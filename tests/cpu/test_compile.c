@@ -274,6 +274,49 @@ static void compile_shared_slices(tn_context *ctx, tn_builtin op, tn_dtype dt, i
     tn_fusion_destroy(f);
 }
 
+/* Every cluster candidate of tune's whose slices stay in global memory (l2_slice) for op at [m, n] (inputs dt,
+   weights w, outputs out, statistics for layernorm): replayed from its JSON, compiled without spills, its grid
+   holding no more rows than fit in 2/3 of the L2, the source streaming each phase's slice from global memory
+   (never a register copy, a stage or a cached COL slice), the PTX holding the exchange's st.async. Returns the
+   candidates found. */
+static int compile_l2_slices(tn_context *ctx, tn_builtin op, tn_dtype dt, tn_dtype w, tn_dtype out, int64_t m,
+                             int64_t n, int *count) {
+    static tn_plan_desc c[1024];
+    tn_fusion *f;
+    const int nc = candidates_of(ctx, op, dt, w, out, op == TN_BUILTIN_LAYERNORM, m, n, &f, c);
+    tn_analysis a;
+    tn_analyze(f, &a);
+    int found = 0;
+    for (int k = 0; k < nc; k++) {
+        if (!c[k].l2_slice) continue;
+        found++;
+        const int64_t resident = tn_plan_l2_resident_rows(&a, &ctx->props, n);
+        CHECK(c[k].kind == TN_PLAN_CLUSTER && !c[k].stages && !c[k].carry && c[k].grid / c[k].cluster <= resident &&
+                  c[k].grid / c[k].cluster <= m,
+              "l2 slice %s %lldx%lld: %s, %d stages, carry %d, %lld clusters for %lld resident rows",
+              tn_builtin_name(op), (long long)m, (long long)n, tn_plan_kind_name(c[k].kind), c[k].stages, c[k].carry,
+              (long long)(c[k].grid / c[k].cluster), (long long)resident);
+        tn_plan *plan = replay_candidate(ctx, f, m, n, &c[k], "l2 slice");
+        if (!plan) continue;
+        tn_resources r;
+        tn_plan_resources(plan, &r);
+        char *src = test_describe(plan, TN_DESCRIBE_SOURCE), *ptx = ptx_of(src);
+        CHECK(r.spill_store_bytes == 0 && r.stack_bytes == 0 && strstr(src, "const int vi = VB + vl;") &&
+                  strstr(src, "tn_vload(b0, in0 + row * in0_ld + vi * V)") && !strstr(src, "bb0[") &&
+                  !strstr(src, "tn_ring_start<") && !strstr(src, "extern __shared__") &&
+                  strstr(ptx, "st.async.shared::cluster"),
+              "l2 slice %s %s %lldx%lld (cluster %d x %d): %d spill bytes, streamed %d, in registers %d",
+              tn_builtin_name(op), tn_dtype_name(dt), (long long)m, (long long)n, c[k].cluster, c[k].threads_per_row,
+              r.spill_store_bytes, strstr(src, "const int vi = VB + vl;") != NULL, strstr(src, "bb0[") != NULL);
+        free(ptx);
+        free(src);
+        tn_plan_destroy(plan);
+        (*count)++;
+    }
+    tn_fusion_destroy(f);
+    return found;
+}
+
 /* Every pipelined register candidate of tune's for op at [m, n] in dtype dt (a persistent grid, the next row
    group's vectors loaded ahead): replayed, compiled without spills, the source loading the next row group into
    nb before this one's reductions and keeping the COL vectors from before the loop where they are in registers. */
@@ -687,6 +730,18 @@ void test_compile(void) {
         /* Mixed dtypes: f32 weights held across the loop and f32 outputs beside bf16 rows. */
         compile_pipelined(ctx, (tn_builtin)op, b, s, s, 65536, 512, &plans);
         compile_pipelined(ctx, (tn_builtin)op, b, s, b, 32768, 2048, &plans);
+    }
+    /* Slices left in L2: rows past what a cluster holds on chip (the looped plan's, bf16 524288, f32 262144),
+       uneven and odd ones, mixed dtypes; 256 KiB rows have them too, rows of 64 KiB none. */
+    for (int op = 0; op < TN_BUILTIN_COUNT; op++) {
+        const tn_dtype b = TN_DTYPE_BF16, s = TN_DTYPE_F32;
+        CHECK(compile_l2_slices(ctx, (tn_builtin)op, b, b, b, 64, 524288, &plans) > 0, "no l2 slices at 64 x 524288");
+        CHECK(compile_l2_slices(ctx, (tn_builtin)op, s, s, s, 3, 262144, &plans) > 0, "no l2 slices at 3 x 262144");
+        CHECK(compile_l2_slices(ctx, (tn_builtin)op, b, s, b, 1000, 600008, &plans) > 0, "no l2 slices at 600008");
+        CHECK(compile_l2_slices(ctx, (tn_builtin)op, TN_DTYPE_F16, TN_DTYPE_F16, TN_DTYPE_F16, 5, 524289, &plans) > 0,
+              "no l2 slices at 5 x 524289");
+        CHECK(compile_l2_slices(ctx, (tn_builtin)op, b, b, b, 512, 131072, &plans) > 0, "no l2 slices at 512 x 131072");
+        CHECK(compile_l2_slices(ctx, (tn_builtin)op, b, b, b, 4096, 16384, &plans) == 0, "l2 slices at 4096 x 16384");
     }
     /* Online pairs over every kind they take: cluster (few and many rows), tma, register (one warp a row too). */
     compile_online(ctx, TN_DTYPE_BF16, 64, 32768, 8, &plans);

@@ -54,11 +54,19 @@ static void check_invariants(const tn_plan_desc *p, const tn_analysis *a, const 
                   p->smem_bytes == tn_cluster_dynamic_smem(a, p),
               "%s: cluster %d, grid %lld, stages %d, smem %d", what, p->cluster, (long long)p->grid, p->stages,
               p->smem_bytes);
-        CHECK((int64_t)p->threads_per_row * p->batch >= tn_cluster_slice_vectors(nv, p->cluster), "%s: slice not covered",
-              what);
-        int words = (int)((p->vec * a->buffer_elem_bytes * a->kept_values / a->num_stage_inputs + 3) / 4) * p->batch;
-        int cap = d->regs_per_sm / p->block_threads;
-        CHECK(TN_REG_NEED(words) <= cap, "%s: slice of %d words over the %d-register cap", what, words, cap);
+        if (p->l2_slice) {
+            /* ... or left in global memory: a few vectors a thread in flight, at most the rows the L2 holds. */
+            CHECK(p->batch <= 16 && !p->stages && !p->carry && !p->smem_bytes &&
+                      p->grid / p->cluster <= tn_plan_l2_resident_rows(a, d, p->cols),
+                  "%s: l2 slice of batch %d, %d stages, carry %d, %lld clusters", what, p->batch, p->stages, p->carry,
+                  (long long)(p->grid / p->cluster));
+        } else {
+            CHECK((int64_t)p->threads_per_row * p->batch >= tn_cluster_slice_vectors(nv, p->cluster),
+                  "%s: slice not covered", what);
+            int words = (int)((p->vec * a->buffer_elem_bytes * a->kept_values / a->num_stage_inputs + 3) / 4) * p->batch;
+            int cap = d->regs_per_sm / p->block_threads;
+            CHECK(TN_REG_NEED(words) <= cap, "%s: slice of %d words over the %d-register cap", what, words, cap);
+        }
     } else {
         /* The tma kinds: a persistent grid over row groups (or, tma with one stage, a row group a CTA in waves:
            a tune candidate, or the scheduler's for many row groups), everything in shared memory. */
@@ -688,7 +696,8 @@ static void test_candidates(tn_context *ctx) {
             const int n = tn_schedule_candidates(&req, c, 1024);
             CHECK(n > 0 && n < 1024, "%s %lldx%lld: %d candidates", tn_builtin_name((tn_builtin)op),
                   (long long)shapes[i][0], (long long)shapes[i][1], n);
-            int carries = 0, staged = 0, bounded = 0, shared = 0, pipelined = 0, sixteen = 0, looped = 0, resident = 0;
+            int carries = 0, staged = 0, bounded = 0, shared = 0, pipelined = 0, sixteen = 0, looped = 0, resident = 0,
+                l2 = 0;
             const int64_t row_reread = shapes[i][1] * a.buffer_elem_bytes;
             for (int k = 0; k < n; k++) {
                 carries += c[k].carry;
@@ -703,7 +712,9 @@ static void test_candidates(tn_context *ctx) {
                 shared += c[k].shared_slice;
                 bounded += c[k].kind == TN_PLAN_REGISTER && c[k].ctas_per_sm > 0;
                 pipelined += c[k].pipeline;
-                sixteen += c[k].cluster == TN_MAX_CLUSTER_NONPORTABLE;
+                l2 += c[k].l2_slice;
+                /* (slices left in L2 come in every cluster size, whatever the rows) */
+                sixteen += c[k].cluster == TN_MAX_CLUSTER_NONPORTABLE && !c[k].l2_slice;
             }
             /* Rows a cluster loops over come with staged slices; register plans with and without a bound. */
             CHECK(shapes[i][0] < 1000 || shapes[i][1] < 32768 || staged > 0, "%s %lldx%lld: no staged cluster "
@@ -719,6 +730,9 @@ static void test_candidates(tn_context *ctx) {
             /* Register plans of many row groups come pipelined too (16384 x 1024: 4096 groups of 4 rows). */
             CHECK(shapes[i][0] < 16384 || shapes[i][1] > 4096 || pipelined > 0, "%s %lldx%lld: no pipelined "
                   "candidates", tn_builtin_name((tn_builtin)op), (long long)shapes[i][0], (long long)shapes[i][1]);
+            /* Slices left in L2 for rows whose re-read inputs take 128 KiB or more, in clusters of 2 to 16. */
+            CHECK(row_reread >= 128 * 1024 ? l2 >= 4 : l2 == 0, "%s %lldx%lld: %d l2-slice candidates",
+                  tn_builtin_name((tn_builtin)op), (long long)shapes[i][0], (long long)shapes[i][1], l2);
             CHECK(looped >= 4 && (row_reread > 2LL * d.l2_bytes / 3 || resident >= 4), "%s %lldx%lld: %d looped "
                   "candidates, %d of them with their rows in L2", tn_builtin_name((tn_builtin)op),
                   (long long)shapes[i][0], (long long)shapes[i][1], looped, resident);
@@ -1028,6 +1042,62 @@ static void test_early_l2(tn_context *ctx) {
     tn_fusion_destroy(f);
 }
 
+/* Slices left in L2 (plan field l2_slice): every such candidate passes the plan check; the check refuses the field
+   outside a cluster plan, beside stages, shared slices, carry, cached or early COL vectors or the L2 prefetch,
+   above batch 16 and at values other than 0 and 1; the scheduler never picks it. */
+static void test_l2_slice(tn_context *ctx) {
+    tn_device_props d;
+    tn_device_props_for_target("h200", &d);
+    char err[320];
+    for (int op = 0; op < TN_BUILTIN_COUNT; op++) {
+        tn_builtin_options o = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, op == TN_BUILTIN_LAYERNORM};
+        tn_fusion *f = NULL;
+        tn_fusion_builtin(ctx, (tn_builtin)op, &o, &f);
+        tn_analysis a;
+        tn_analyze(f, &a);
+        tn_schedule_request req = {&a, 64, 524288, 16, -1, &d};
+        tn_plan_desc p;
+        CHECK(tn_schedule(&req, &p, err, sizeof err) && !p.l2_slice, "%s 64 x 524288: scheduled with l2_slice",
+              tn_builtin_name((tn_builtin)op));
+        static tn_plan_desc c[1024];
+        tn_plan_desc one = {0};
+        int with = 0;
+        for (int k = 0, n = tn_schedule_candidates(&req, c, 1024); k < n; k++) {
+            if (!c[k].l2_slice) continue;
+            if (!with++) one = c[k];
+            CHECK(tn_plan_desc_check(&c[k], &a, &d, 16, err, sizeof err), "l2_slice candidate refused: %s", err);
+        }
+        CHECK(with >= 4, "%s 64 x 524288: %d l2_slice candidates", tn_builtin_name((tn_builtin)op), with);
+        if (!with) {
+            tn_fusion_destroy(f);
+            continue;
+        }
+        struct { const char *what; int field; } bad[] = {{"stages", 0}, {"shared_slice", 1}, {"carry", 2},
+                                                          {"col_cache", 3}, {"cols_early", 4}, {"prefetch", 5},
+                                                          {"batch", 6}, {"l2_slice", 7}, {"l2_slice", 8}};
+        for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
+            tn_plan_desc q = one;
+            switch (bad[b].field) {
+            case 0: q.stages = 1; break;
+            case 1: q.stages = 1, q.shared_slice = 1; break;
+            case 2: q.carry = 1; break;
+            case 3: q.col_cache = 1; break;
+            case 4: q.cols_early = 1; break;
+            case 5: q.prefetch = 1; break;
+            case 6: q.batch = 17; break;
+            case 7: q.l2_slice = 2; break;
+            default: q.kind = TN_PLAN_LOOPED, q.cluster = 1, q.grid = 64; break; /* a looped plan with the field */
+            }
+            /* (softmax has no COL input: col_cache and cols_early are refused for that first) */
+            CHECK(!tn_plan_desc_check(&q, &a, &d, 16, err, sizeof err) &&
+                      (strstr(err, "l2_slice") || (op == TN_BUILTIN_SOFTMAX && (bad[b].field == 3 || bad[b].field == 4)) ||
+                       bad[b].field == 2),
+                  "%s: l2_slice with a bad %s taken (%s)", tn_builtin_name((tn_builtin)op), bad[b].what, err);
+        }
+        tn_fusion_destroy(f);
+    }
+}
+
 /* Rows or slices that do not divide among the threads, 3 or more vectors a thread (ptxas loads the last one
    late): half the threads where those divide them, in register and cluster plans. */
 static void test_ragged(tn_context *ctx) {
@@ -1069,6 +1139,7 @@ void test_sched(void) {
     test_pipeline(ctx);
     test_cols_early(ctx);
     test_early_l2(ctx);
+    test_l2_slice(ctx);
     test_ragged(ctx);
     tn_context_destroy(ctx);
 }

@@ -250,6 +250,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                "checked plan: prefetch in a %s plan aligned to %d", tn_plan_kind_name(p.kind), p.align_bytes);
     FUZZ_CHECK(!p.early_l2 || (p.pdl && (p.kind == TN_PLAN_REGISTER || p.kind == TN_PLAN_CLUSTER)),
                "checked plan: early_l2 in a %s plan, pdl %d", tn_plan_kind_name(p.kind), p.pdl);
+    FUZZ_CHECK(!p.l2_slice || (p.kind == TN_PLAN_CLUSTER && !p.stages && !p.shared_slice && !p.carry && !p.col_cache &&
+                               !p.cols_early && !p.prefetch && p.batch <= 16),
+               "checked plan: l2_slice in a %s plan, %d stages, carry %d, batch %d", tn_plan_kind_name(p.kind), p.stages,
+               p.carry, p.batch);
     FUZZ_CHECK(!p.carry || ((p.kind == TN_PLAN_REGISTER || p.kind == TN_PLAN_CLUSTER || p.kind == TN_PLAN_TMA) &&
                             fu->an->num_carried &&
                             tn_plan_carry_floats(&p, fu->an->num_carried) <= tn_plan_carry_limit(&p, &props)),

@@ -71,6 +71,12 @@ def plan_seeds(cli):
         ("softmax-bf16-tma-ws-4096x65536", dict(op="softmax", dtype="bf16", rows=4096, cols=65536)),
         ("rmsnorm-bf16-one-wave-512x4096", dict(op="rmsnorm", dtype="bf16", rows=512, cols=4096)),
     ]
+    # A cluster plan whose slices stay in L2 (l2_slice: a tune candidate, never the scheduler's choice), made from
+    # the looped plan of the same shape.
+    looped = explain(cli, op="rmsnorm", dtype="bf16", rows=64, cols=524288)
+    write("plan_json", "seed-rmsnorm-bf16-l2-slice-64x524288",
+          plan_header("rmsnorm", "bf16") + dump(dict(looped, kind="cluster", cluster=8, threads_per_row=1024,
+                                                     block_threads=1024, batch=4, grid=128, l2_slice=1)))
     base = None
     for name, c in cases:
         kw = {k: v for k, v in c.items() if k in ("stats", "f8", "w32", "align", "target")}
@@ -115,6 +121,8 @@ def plan_edges(base):
         "prefetch-on-register": with_(prefetch=1),
         "early-l2-without-pdl": with_(early_l2=1, pdl=0),
         "early-l2-2": with_(early_l2=2, pdl=1),
+        "l2-slice-on-register": with_(l2_slice=1),
+        "l2-slice-2": with_(l2_slice=2),
         "carry": with_(carry=1),
         "carry-2": with_(carry=2),
         "number-forms": raw.replace(b'"vec": 8', b'"vec": 8.0'),

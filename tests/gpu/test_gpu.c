@@ -601,6 +601,49 @@ static void run_sixteen(tn_context *ctx, int quick) {
         }
 }
 
+/* Every cluster candidate whose slices stay in L2 (l2_slice; tune's, never the scheduler's choice): rows past
+   what a cluster holds on chip, odd and uneven rows, mixed dtypes and statistics, rows longer than one L2-sized
+   round of clusters (each cluster loops), padded rows. Quick (and under the sanitizers): the smaller shapes. */
+static void run_l2_slices(tn_context *ctx, int quick) {
+    static const struct {
+        int64_t rows, cols;
+        tn_dtype in, w;
+        int stats;
+        int64_t pad;
+    } shapes[] = {{3, 262144, TN_DTYPE_F32, TN_DTYPE_F32, 0, 0},   {5, 524289, TN_DTYPE_F16, TN_DTYPE_F16, 1, 0},
+                  {1, 524288, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 0}, {64, 524288, TN_DTYPE_BF16, TN_DTYPE_F32, 1, 0},
+                  {7, 600008, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 40}, {1000, 131072, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 0}};
+    static tn_plan_desc c[1024];
+    tn_device_props props;
+    tn_context_device_props(ctx, &props);
+    for (int op = 0; op < TN_BUILTIN_COUNT; op++)
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0] && (!quick || i < 2); i++) {
+            const int stats = shapes[i].stats && op != TN_BUILTIN_SOFTMAX;
+            tn_builtin_options bo = {shapes[i].in, shapes[i].w, shapes[i].in, stats};
+            tn_fusion *f = NULL;
+            tn_fusion_builtin(ctx, (tn_builtin)op, &bo, &f);
+            tn_analysis a;
+            tn_analyze(f, &a);
+            tn_schedule_request req = {&a, shapes[i].rows, shapes[i].cols, 16, -1, &props};
+            const int n = tn_schedule_candidates(&req, c, 1024);
+            int found = 0;
+            for (int k = 0; k < n; k++) {
+                if (!c[k].l2_slice || (quick && found >= 2)) continue;
+                found++;
+                gpu_case g = {(tn_builtin)op, shapes[i].in, shapes[i].w, shapes[i].in, stats, shapes[i].rows,
+                              shapes[i].cols, "cluster", shapes[i].pad, 0};
+                g.desc = &c[k];
+                run_case(ctx, &g);
+            }
+            if (!found) {
+                printf("FAIL %s %lld x %lld: no l2_slice candidates\n", tn_builtin_name((tn_builtin)op),
+                       (long long)shapes[i].rows, (long long)shapes[i].cols);
+                g_failed++;
+            }
+            tn_fusion_destroy(f);
+        }
+}
+
 /* Launch-time errors must be reported, never crash or write. */
 static void check_launch_errors(tn_context *ctx) {
     tn_builtin_options bo = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0};
@@ -1002,7 +1045,7 @@ int main(int argc, char **argv) {
                               shapes[i].kind, 0, 0};
                 run_case(ctx, &c);
             }
-        if (props.cc_major >= 9) run_shared_slices(ctx), run_fewer_rows(ctx);
+        if (props.cc_major >= 9) run_shared_slices(ctx), run_fewer_rows(ctx), run_l2_slices(ctx, 1);
         if (props.cc_major >= 9) {
             gpu_case u = {TN_BUILTIN_LAYERNORM, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 1, 257, 100008, "cluster",
                           8, 0, NULL, 0, 1, 0, 1}; /* an uneven slice's stage and COL cache, padded rows */
@@ -1052,6 +1095,7 @@ int main(int argc, char **argv) {
     if (props.cc_major >= 9) run_uneven_slices(ctx, quick || sanitize);
     run_pipelined(ctx, quick || sanitize);
     if (props.cc_major >= 9) run_sixteen(ctx, quick || sanitize);
+    if (props.cc_major >= 9) run_l2_slices(ctx, quick || sanitize);
     run_online(ctx, quick || sanitize);
     run_cols_early(ctx, quick || sanitize, props.cc_major >= 9);
     /* Mixed dtypes, saved statistics, f8 outputs. */
