@@ -701,7 +701,8 @@ int tn_check_cluster(const tn_plan_desc *p, const tn_analysis *a, const tn_devic
 
 /* A cluster plan of cl CTAs of t threads whose slices stay in global memory (l2_slice): 4 vectors a thread in
    flight, 2 at 1024 threads (at 4, layernorm's and add_rmsnorm's spilled 8-26 bytes under the 64 registers a
-   thread), and a persistent grid of as many clusters as the SMs hold by threads, as rows fit in L2 (every later
+   thread), fewer where a vector takes several 16-byte accesses of the widest tensor (an f8 output's vectors of
+   16: 4-8 bytes spilled), and a persistent grid of as many clusters as the SMs hold by threads, as rows fit in L2 (every later
    phase reads its slice again) and as there are rows. 0 where the row has too few vectors for cl slices, or
    too few for t threads a slice. */
 static int l2_slice_shape(const tn_schedule_request *r, const tn_plan_desc *base, int cl, int t, tn_plan_desc *p) {
@@ -714,7 +715,9 @@ static int l2_slice_shape(const tn_schedule_request *r, const tn_plan_desc *base
     p->cluster = cl;
     p->threads_per_row = p->block_threads = t;
     p->rows_per_cta = 1;
-    p->batch = t >= 1024 ? 2 : 4;
+    const int accesses = (int)ceil_div((int64_t)base->vec * r->analysis->max_elem_size, 16);
+    p->batch = (t >= 1024 ? 2 : 4) / accesses;
+    p->batch = p->batch < 1 ? 1 : p->batch;
     p->l2_slice = 1;
     p->stages = p->smem_bytes = p->ctas_per_sm = p->carry = p->peel = p->pipeline = p->online = 0;
     int64_t clusters = (int64_t)(r->props->max_threads_per_sm / t) * r->props->sm_count / cl;

@@ -741,6 +741,11 @@ void test_compile(void) {
         CHECK(compile_l2_slices(ctx, (tn_builtin)op, TN_DTYPE_F16, TN_DTYPE_F16, TN_DTYPE_F16, 5, 524289, &plans) > 0,
               "no l2 slices at 5 x 524289");
         CHECK(compile_l2_slices(ctx, (tn_builtin)op, b, b, b, 512, 131072, &plans) > 0, "no l2 slices at 512 x 131072");
+        /* f8 outputs: vectors of 16 elements, several 16-byte accesses of the wider inputs */
+        CHECK(compile_l2_slices(ctx, (tn_builtin)op, s, s, TN_DTYPE_F8E4M3, 64, 524288, &plans) > 0,
+              "no l2 slices at 64 x 524288, f32 to f8");
+        CHECK(compile_l2_slices(ctx, (tn_builtin)op, TN_DTYPE_F16, s, TN_DTYPE_F8E4M3, 9, 600016, &plans) > 0,
+              "no l2 slices at 9 x 600016, f16 to f8");
         CHECK(compile_l2_slices(ctx, (tn_builtin)op, b, b, b, 4096, 16384, &plans) == 0, "l2 slices at 4096 x 16384");
     }
     /* Online pairs over every kind they take: cluster (few and many rows), tma, register (one warp a row too). */

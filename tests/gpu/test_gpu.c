@@ -183,11 +183,11 @@ static int run_case(tn_context *ctx, const gpu_case *c) {
         tn_plan_destroy(plan);
         plan = NULL;
         st = replay_desc(ctx, f, c->rows, c->cols, c->desc, &plan);
-        snprintf(label + strlen(label), sizeof label - strlen(label), " candidate: %s cluster %d x %d threads x %d%s%s%s%s%s%s",
+        snprintf(label + strlen(label), sizeof label - strlen(label), " candidate: %s cluster %d x %d threads x %d%s%s%s%s%s%s%s",
                  tn_plan_kind_name(c->desc->kind), c->desc->cluster, c->desc->threads_per_row, c->desc->batch,
                  c->desc->ctas_per_sm ? " bound" : "", c->desc->carry ? " carry" : "", c->desc->online ? " online" : "",
                  c->desc->rows_per_cta > 1 ? " rows" : "", c->desc->pipeline ? " pipelined" : "",
-                 c->desc->cols_early ? " cols_early" : "");
+                 c->desc->cols_early ? " cols_early" : "", c->desc->l2_slice ? " l2_slice" : "");
     if (c->neg_inf) snprintf(label + strlen(label), sizeof label - strlen(label), " masked (-inf)");
     }
     if (st == TN_STATUS_OK) tn_gpu_plan_kind(plan, kind, sizeof kind);
@@ -231,6 +231,8 @@ static int run_case(tn_context *ctx, const gpu_case *c) {
     }
     if (st == TN_STATUS_OK && c->pipeline_grid && (!described_ok || !strstr(described, "\"pipeline\": 1")))
         bad = "the plan that ran is not pipelined", st = TN_STATUS_INTERNAL;
+    if (st == TN_STATUS_OK && c->desc && c->desc->l2_slice && (!described_ok || !strstr(described, "\"l2_slice\": 1")))
+        bad = "the plan that ran does not keep its slices in L2", st = TN_STATUS_INTERNAL;
     /* Whether the plan that runs keeps its slices in shared memory (forced, or the scheduler's choice). */
     const int ran_shared = st == TN_STATUS_OK && strstr(described, "\"shared_slice\": 1");
     if (ran_shared && !c->shared) snprintf(kind + strlen(kind), sizeof kind - strlen(kind), "+ss");
@@ -603,7 +605,8 @@ static void run_sixteen(tn_context *ctx, int quick) {
 
 /* Every cluster candidate whose slices stay in L2 (l2_slice; tune's, never the scheduler's choice): rows past
    what a cluster holds on chip, odd and uneven rows, mixed dtypes and statistics, rows longer than one L2-sized
-   round of clusters (each cluster loops), padded rows. Quick (and under the sanitizers): the smaller shapes. */
+   round of clusters (each cluster loops), padded rows, every other one in place. Quick (and under the
+   sanitizers, and in the smoke tier): the two smaller shapes, two candidates each. */
 static void run_l2_slices(tn_context *ctx, int quick) {
     static const struct {
         int64_t rows, cols;
@@ -630,9 +633,12 @@ static void run_l2_slices(tn_context *ctx, int quick) {
             for (int k = 0; k < n; k++) {
                 if (!c[k].l2_slice || (quick && found >= 2)) continue;
                 found++;
+                /* (no forced kind: the scheduler's plan, the looped one at most of these shapes, is made first and
+                   then replaced by the candidate; a forced cluster plan would be refused there) */
                 gpu_case g = {(tn_builtin)op, shapes[i].in, shapes[i].w, shapes[i].in, stats, shapes[i].rows,
-                              shapes[i].cols, "cluster", shapes[i].pad, 0};
+                              shapes[i].cols, NULL, shapes[i].pad, 0};
                 g.desc = &c[k];
+                g.in_place = found % 2 == 0 && !shapes[i].pad; /* y over x (h over the residual): every other one */
                 run_case(ctx, &g);
             }
             if (!found) {
