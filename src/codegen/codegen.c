@@ -1015,6 +1015,9 @@ static int reads_row_after(const gen *g, int phase) {
 static void emit_early_l2(gen *g) {
     const tn_fusion *f = g->f;
     tn_strbuf *sb = g->sb;
+    /* Elements a span takes at most (tn_ne): the row, or a cluster CTA's slice; the helper's bound in bytes. */
+    const unsigned long long span =
+        g->p->kind == TN_PLAN_CLUSTER ? (unsigned long long)slice_vectors(g) * g->p->vec : (unsigned long long)g->p->cols;
     tn_strbuf_append(sb, "    {  // early_l2: the DRAM latency of the first row group overlaps the previous kernel's end\n");
     if (g->p->kind == TN_PLAN_CLUSTER)
         tn_strbuf_printf(sb, "        constexpr long long NVC = %lld;  // a slice's vectors (the last CTA's the rest)\n"
@@ -1027,8 +1030,9 @@ static void emit_early_l2(gen *g) {
                          "        if (threadIdx.x < R && tn_r0 < M) {\n");
     for (int i = 0; i < f->num_nodes; i++)
         if (g->a->used[i] && is_row_input(&f->nodes[i]))
-            tn_strbuf_printf(sb, "            tn_prefetch_l2_span(in%d + tn_r0 * in%d_ld + tn_e0, tn_ne * %du);\n",
-                             f->nodes[i].io_index, f->nodes[i].io_index, (unsigned)tn_dtype_size(f->nodes[i].dtype));
+            tn_strbuf_printf(sb, "            tn_prefetch_l2_span<%lluull>(in%d + tn_r0 * in%d_ld + tn_e0, tn_ne * %du);\n",
+                             span * (unsigned long long)tn_dtype_size(f->nodes[i].dtype), f->nodes[i].io_index,
+                             f->nodes[i].io_index, (unsigned)tn_dtype_size(f->nodes[i].dtype));
     tn_strbuf_append(sb, "        }\n");
     if (g->a->col_elem_bytes) {
         /* Every row group reads the same COL span: it is split among the first row groups, 4 KiB a piece or more
@@ -1042,8 +1046,9 @@ static void emit_early_l2(gen *g) {
         for (int i = 0; i < f->num_nodes; i++) {
             const tn_node *n = &f->nodes[i];
             if (g->a->used[i] && is_col_input(n))
-                tn_strbuf_printf(sb, "            tn_prefetch_l2_span(in%d + tn_e0 + tn_c0, (tn_ne - tn_c0 < tn_per ? tn_ne - tn_c0 : tn_per) * %du);\n",
-                                 n->io_index, (unsigned)tn_dtype_size(n->dtype));
+                tn_strbuf_printf(sb, "            tn_prefetch_l2_span<%lluull>(in%d + tn_e0 + tn_c0, (tn_ne - tn_c0 < tn_per ? tn_ne - tn_c0 : tn_per) * %du);\n",
+                                 span * (unsigned long long)tn_dtype_size(n->dtype), n->io_index,
+                                 (unsigned)tn_dtype_size(n->dtype));
         }
         tn_strbuf_append(sb, "        }\n");
     }

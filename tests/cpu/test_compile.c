@@ -123,7 +123,7 @@ static void compile_early_l2(tn_context *ctx, tn_builtin op, tn_dtype dt, int64_
         tn_resources r;
         tn_plan_resources(plan, &r);
         char *json = test_describe(plan, TN_DESCRIBE_JSON), *src = test_describe(plan, TN_DESCRIBE_SOURCE);
-        const char *pre = strstr(src, "tn_prefetch_l2_span(in0 + tn_r0 * in0_ld"), *wait = strstr(src, "tn_pdl_wait();");
+        const char *pre = strstr(src, "ull>(in0 + tn_r0 * in0_ld"), *wait = strstr(src, "tn_pdl_wait();");
         char *ptx = ptx_of(src);
         CHECK(strstr(json, "\"early_l2\": 1") && pre && wait && pre < wait && r.spill_store_bytes == 0 &&
                   r.stack_bytes == 0 && strstr(ptx, "cp.async.bulk.prefetch.L2.global"),

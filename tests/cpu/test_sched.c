@@ -1011,8 +1011,8 @@ static void test_early_l2(tn_context *ctx) {
         tn_strbuf sb;
         tn_strbuf_init(&sb, NULL);
         tn_codegen(f, &a, &p, &sb);
-        const char *pre = strstr(sb.data, "tn_prefetch_l2_span(in2 + tn_e0 + tn_c0"), *wait = strstr(sb.data, "tn_pdl_wait();"),
-                   *res = strstr(sb.data, "tn_prefetch_l2_span(in1 + tn_r0 * in1_ld + tn_e0"); /* the residual's row */
+        const char *pre = strstr(sb.data, "ull>(in2 + tn_e0 + tn_c0"), *wait = strstr(sb.data, "tn_pdl_wait();"),
+                   *res = strstr(sb.data, "ull>(in1 + tn_r0 * in1_ld + tn_e0"); /* the residual's row */
         CHECK(!v[i].early == !pre && !pre == !res && (!pre || (wait && pre < wait && res < wait)),
               "add_rmsnorm %lldx%lld: the weight's prefetch %s the PDL wait", (long long)v[i].rows,
               (long long)v[i].cols, pre ? "after" : "missing before");

@@ -65,15 +65,25 @@ __device__ __forceinline__ void tn_pdl_launch_dependents() {
 
 // A hint: the 16-byte units inside [p, p + bytes) into L2 (cp.async.bulk.prefetch.L2 needs both ends 16-byte
 // aligned; none outside the span is named). Issued before tn_pdl_wait it may run ahead of the previous kernel's
-// last writes: those land in L2, where the loads after the wait find them.
+// last writes: those land in L2, where the loads after the wait find them. MAX_BYTES bounds `bytes` (the
+// generated code knows it): at most 512 KiB, one copy and no loop, so the prologue before the wait stays short
+// (the loop, unrolled around each copy's uniform-register waterfall, took 580 instructions before the wait in
+// add_rmsnorm 1 x 1024's kernel); longer spans go in 512 KiB pieces, as ptxas keeps the size in 16 bits of
+// 16-byte units.
+template <unsigned long long MAX_BYTES>
 __device__ __forceinline__ void tn_prefetch_l2_span(const void *p, unsigned long long bytes) {
 #if __CUDA_ARCH__ >= 900
+    constexpr unsigned long long PIECE = 1ull << 19;
     const unsigned long long a = reinterpret_cast<unsigned long long>(p), hi = (a + bytes) & ~15ull;
-    // A hint: nothing the program reads changes, so no "memory" clobber. At most 512 KiB a copy: ptxas encodes
-    // the size in 16 bits of 16-byte units (the spans are 64 KiB or less today).
-    for (unsigned long long lo = (a + 15) & ~15ull; lo < hi; lo += 1ull << 19)
-        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(lo),
-                     "r"((unsigned)(hi - lo < (1ull << 19) ? hi - lo : 1ull << 19)));
+    unsigned long long lo = (a + 15) & ~15ull;
+    // A hint: nothing the program reads changes, so no "memory" clobber.
+    if constexpr (MAX_BYTES <= PIECE) {
+        if (lo < hi) asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(lo), "r"((unsigned)(hi - lo)));
+    } else {
+        for (; lo < hi; lo += PIECE)
+            asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(lo),
+                         "r"((unsigned)(hi - lo < PIECE ? hi - lo : PIECE)));
+    }
 #else
     (void)p, (void)bytes;
 #endif
