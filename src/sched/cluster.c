@@ -702,9 +702,9 @@ int tn_check_cluster(const tn_plan_desc *p, const tn_analysis *a, const tn_devic
 /* A cluster plan of cl CTAs of t threads whose slices stay in global memory (l2_slice): 4 vectors a thread in
    flight, 2 at 1024 threads (at 4, layernorm's and add_rmsnorm's spilled 8-26 bytes under the 64 registers a
    thread), fewer where a vector takes several 16-byte accesses of the widest tensor (an f8 output's vectors of
-   16: 4-8 bytes spilled), and a persistent grid of as many clusters as the SMs hold by threads, as rows fit in L2 (every later
-   phase reads its slice again) and as there are rows. 0 where the row has too few vectors for cl slices, or
-   too few for t threads a slice. */
+   16: 4-8 bytes spilled); a persistent grid of at most as many clusters as the SMs hold by threads (on a GPU,
+   the driver's count where less), as rows fit in L2 (every later phase reads its slice again) and as there
+   are rows. 0 where the row has too few vectors for cl slices, or too few for t threads a slice. */
 static int l2_slice_shape(const tn_schedule_request *r, const tn_plan_desc *base, int cl, int t, tn_plan_desc *p) {
     const int64_t nv = base->cols / base->vec;
     if ((r->max_cluster && cl > r->max_cluster) || !tn_cluster_slices_fit(nv, cl) ||
