@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Nsight Compute on one case, tmanorm beside the peers (issue 9: 512 long rows at 80-89% of the copy where
 # Quack and FlashInfer reach 94-100%; few long rows and 1-8 short rows likewise). Each system's one call
-# (bench/probes/profile.py, after its warm-up, L2 cold) is profiled with the sections below; with --plan, a
+# (bench/probes/ncu_call.py, after its warm-up, L2 cold) is profiled with the sections below; with --plan, a
 # saved tmanorm plan (a tune candidate) is profiled too, through `tmanorm run`. Reports as text under
 # $OUT/ncu (archived as ncu.tgz on the device). The peers come from bench/peers.sh (stash, then this).
 # Usage: bench/probes/ncu.sh OP MxN [SYSTEMS] [--plan PLAN.json ...]
@@ -29,7 +29,7 @@ report() {  # name, then the command to profile
   echo "$name: $(grep -E 'gpu__time_duration.sum|dram__throughput.avg.pct' "$out/$name.txt" | tr -s ' ' | tr '\n' ';')"
 }
 for s in ${systems//,/ }; do
-  report "$s-$op-$shape" --nvtx --nvtx-include "profile/" python3 bench/probes/profile.py --system "$s" --op "$op" --shape "$shape"
+  report "$s-$op-$shape" --nvtx --nvtx-include "profile/" python3 bench/probes/ncu_call.py --system "$s" --op "$op" --shape "$shape"
 done
 while [ $# -ge 2 ] && [ "$1" = --plan ]; do
   plan=$2; shift 2

@@ -561,6 +561,8 @@ static int share_long_slices(const tn_schedule_request *r, tn_plan_desc *p) {
    light fusions (rmsnorm even, add_rmsnorm 4096 x 65536 573 us against 550,
    layernorm 490 against 313: ptxas took more registers than estimated and the
    driver ran one CTA an SM). */
+static int schedule_l2_slices(const tn_schedule_request *r, const tn_plan_desc *base, tn_plan_desc *p);
+
 int tn_schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int forced, char *err, size_t cap) {
     const tn_analysis *a = r->analysis;
     const tn_device_props *d = r->props;
@@ -638,6 +640,7 @@ int tn_schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int force
     if (!cl && must_carry)
         REJECT("no split of the row into slices of %d vectors a thread leaves 2 CTAs an SM: the tma plans stream it",
                batch);
+    if (!cl && schedule_l2_slices(r, &base, p)) return 1;
     if (!cl)
         REJECT("a row of %lld vectors does not split into %d or fewer slices of whole vectors that fit in registers",
                (long long)nv, TN_MAX_CLUSTER);
@@ -723,6 +726,32 @@ static int l2_slice_shape(const tn_schedule_request *r, const tn_plan_desc *base
     int64_t clusters = (int64_t)(r->props->max_threads_per_sm / t) * r->props->sm_count / cl;
     clusters = min_i64(min_i64(clusters, tn_plan_l2_resident_rows(r->analysis, r->props, base->cols)), r->rows);
     p->grid = min_i64(clusters < 1 ? 1 : clusters, 0x7fffffff / cl) * cl;
+    return 1;
+}
+
+/* Rows no cluster holds on chip (bf16 from 524288, f32 from 262144, where the looped plan would read every row
+   twice from one CTA): split over a cluster anyway, the slices left in global memory, each phase reading its
+   slice again from L2 (l2_slice). 512 threads a CTA; the smallest cluster whose CTAs over the rows the L2 holds
+   at once fill the SMs by threads, else the largest (H100, bf16 softmax 64 x 524288: 68.4 us over clusters of
+   16, 82.4 over 8, the looped plan 101.9); not where those clusters' CTAs are fewer than the looped plan's. */
+static int schedule_l2_slices(const tn_schedule_request *r, const tn_plan_desc *base, tn_plan_desc *p) {
+    const tn_device_props *d = r->props;
+    const int t = 512;
+    const int64_t rows = min_i64(r->rows, tn_plan_l2_resident_rows(r->analysis, d, base->cols));
+    const int64_t fill = (int64_t)(d->max_threads_per_sm / t) * d->sm_count;
+    if (base->cols * r->analysis->buffer_elem_bytes < 128 * 1024) return 0;
+    int chosen = 0;
+    for (int cl = 2; cl <= tn_max_cluster(d->cc_major) && (!chosen || rows * (chosen / 2) < fill); cl *= 2) {
+        tn_plan_desc q;
+        if (l2_slice_shape(r, base, cl, t, &q)) *p = q, chosen = cl;
+    }
+    /* Not where the L2 holds so few rows that the clusters take fewer SMs than the looped plan's CTAs a row
+       (rows of 32 MiB and more: one cluster at a time). */
+    if (!chosen || rows * chosen < min_i64(r->rows, d->sm_count)) return 0;
+    tn_why(p, "cluster, slices in L2: each row split over %d CTAs of %d threads, too long for them to hold on chip; "
+              "each CTA's slice stays in global memory and every phase reads it again from L2 (%lld clusters at "
+              "once: the rows whose re-read bytes fit in two thirds of the L2, the SMs' threads)", chosen, t,
+           (long long)(p->grid / chosen));
     return 1;
 }
 

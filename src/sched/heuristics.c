@@ -153,6 +153,14 @@ static int early_l2_fits(const tn_schedule_request *r, const tn_plan_desc *p) {
     return bytes >= 0 && bytes <= r->props->l2_bytes / 2 && one_wave_ctas(r, p) > 0;
 }
 
+/* Whether plan p (pdl on) triggers the next kernel at each CTA's last row group (pdl 2) rather than at its top:
+   cluster plans. Their grid loops wherever the driver places fewer clusters than the rows need, and leaves
+   slots its clusters cannot fill; triggered at the top, the next kernel's CTAs take those slots at once and
+   start unevenly (H100, softmax 512 x 65536 over 92 persistent clusters of 4: 53.3 us triggered at the top,
+   49.4 without PDL; a grid of one row group a CTA triggers at its top either way). Other kinds' persistent
+   grids fill whole SMs by threads: untimed as a rule, tune times both (tn_schedule_candidates). */
+static int late_trigger(const tn_plan_desc *p) { return p->pdl && p->kind == TN_PLAN_CLUSTER; }
+
 int tn_schedule(const tn_schedule_request *r, tn_plan_desc *p, char *err, size_t cap) {
     tn_plan_desc base;
     if (!common_fields(r, &base, err, cap)) return 0;
@@ -169,6 +177,11 @@ int tn_schedule(const tn_schedule_request *r, tn_plan_desc *p, char *err, size_t
         if (!forced && avoided(r, k->kind)) snprintf(why_not, sizeof why_not, "ptxas spilled in its plan");
         else if (k->schedule(r, p, forced, why_not, sizeof why_not)) {
             choose_cols_early(r, p);
+            if (late_trigger(p)) {
+                p->pdl = 2;
+                tn_why(p, "pdl 2: the next kernel triggered at each CTA's last row group, as a cluster grid may loop "
+                          "over its rows");
+            }
             if ((p->early_l2 = early_l2_fits(r, p)))
                 tn_why(p, "early_l2: the first row group prefetched into L2 before the PDL wait, as the grid is one "
                           "wave and the problem's bytes half the L2 or less");
@@ -224,6 +237,15 @@ int tn_schedule_candidates(const tn_schedule_request *r, tn_plan_desc *out, int 
             out[n] = out[i];
             out[n++].online = 1;
         }
-    for (int i = 0; i < n; i++) out[i].early_l2 = early_l2_fits(r, &out[i]); /* as the scheduler would */
+    for (int i = 0; i < n; i++) {  /* as the scheduler would */
+        out[i].pdl = late_trigger(&out[i]) ? 2 : out[i].pdl;
+        out[i].early_l2 = early_l2_fits(r, &out[i]);
+    }
+    /* ... and each whose grid loops over row groups again with the other trigger (pdl 1 <-> 2). */
+    for (int i = 0, plain = n; i < plain && n < cap; i++)
+        if (out[i].pdl && tn_plan_grid_loops(&out[i])) {
+            out[n] = out[i];
+            out[n++].pdl = out[i].pdl == 2 ? 1 : 2;
+        }
     return n;
 }

@@ -74,7 +74,9 @@ typedef struct tn_plan_desc {
                             reduced as one online pair: each thread's max, then its sum of exp(t - its max), the
                             parts merged by rescaling; one barrier round and one cluster exchange instead of two
                             (tn_analyze_online) */
-    int pdl;             /* 1: programmatic dependent launch (sm_90+) */
+    int pdl;             /* programmatic dependent launch (sm_90+): 0 off; 1 on, the next kernel triggered at the
+                            kernel's top; 2 on, triggered at the top of each CTA's last row group (not tma-ws: a
+                            grid that loops over row groups keeps its SMs to the end, see tn_plan_grid_loops) */
     int early_l2;        /* register, cluster, with pdl: 1 = before griddepcontrol.wait, the CTA's first row group
                             of every ROW input and its part of every COL input are prefetched into L2
                             (cp.async.bulk.prefetch.L2), so their DRAM latency overlaps the previous kernel's end;
@@ -100,6 +102,11 @@ int tn_plan_online_kind(const tn_plan_desc *p);
 /* Whether p's kind lets it prefetch its first row group before the PDL wait (plan field `early_l2`): register and
    cluster plans. */
 int tn_plan_early_l2_kind(const tn_plan_desc *p);
+/* Whether p's CTAs loop over row groups (a persistent grid: fewer CTAs, or clusters, than row groups; not
+   tma-ws, whose consumer groups step on their own). Where pdl is 2, its trigger comes late. */
+int tn_plan_grid_loops(const tn_plan_desc *p);
+/* Whether p's kind takes pdl 2 (the trigger at each CTA's last row group): all but tma-ws. */
+int tn_plan_late_trigger_kind(const tn_plan_desc *p);
 
 /* One kernel launch of a plan. A plan is carried out as a list of them, in
    order, each through tn_launch (rt/launch.h). */

@@ -19,6 +19,7 @@ typedef struct golden {
     int shared; /* ... left in its one stage and read there, a cluster a row (shared_slice) */
     int pipeline; /* a register plan over a persistent grid of 4 CTAs an SM, the next row group loaded ahead */
     int online;   /* softmax's max and sum reduced as one online pair (tune's candidate) */
+    int pdl;      /* PDL requested: the wait at the top, the trigger there (pdl 1) or at the last row group (2) */
 } golden;
 
 static const golden k_goldens[] = {
@@ -63,6 +64,13 @@ static const golden k_goldens[] = {
     /* odd N, peeled: 16-byte vectors from each row's first boundary, the elements outside them one a thread. */
     {"layernorm_bf16_4096x4097_peel.cu", TN_BUILTIN_LAYERNORM, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 4096, 4097,
      -1},
+    /* PDL, a cluster grid that loops over its rows (pdl 2): the next kernel triggered at each CTA's last row group. */
+    {"softmax_bf16_512x65536_cluster_pdl.cu", TN_BUILTIN_SOFTMAX, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 512,
+     65536, -1, 0, 0, 0, 0, 1},
+    /* PDL, one wave of a register plan (pdl 1): the first row group prefetched into L2 before the wait (early_l2),
+       the trigger at the top. */
+    {"rmsnorm_bf16_64x4096_pdl.cu", TN_BUILTIN_RMSNORM, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 64, 4096, -1, 0,
+     0, 0, 0, 1},
 };
 
 static char *generate(tn_context *ctx, const golden *g) {
@@ -73,7 +81,7 @@ static char *generate(tn_context *ctx, const golden *g) {
     tn_analyze(f, &a);
     tn_device_props d;
     tn_device_props_for_target("h200", &d);
-    tn_schedule_request req = {&a, g->rows, g->cols, 16, g->kind, &d};
+    tn_schedule_request req = {&a, g->rows, g->cols, 16, g->kind, &d, g->pdl};
     tn_plan_desc p;
     char err[320];
     CHECK(tn_schedule(&req, &p, err, sizeof err), "%s: %s", g->file, err);

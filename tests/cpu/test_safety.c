@@ -164,26 +164,35 @@ static void test_io_limits(tn_context *ctx) {
     tn_fusion_destroy(f);
 }
 
-/* Item 6: N up to 2^31 - 1 indexes in 64 bits where 32 could wrap, and compiles. */
+/* Item 6: N up to 2^31 - 1 indexes in 64 bits where 32 could wrap, and compiles: the looped plan's loop over
+   the row, and the scheduler's plan there (a cluster whose slices stay in L2, each CTA's loop over its slice of
+   at most 2^31 / 16 vectors). */
 static void test_huge_n(tn_context *ctx) {
     tn_fusion *f = test_builtin(ctx, TN_BUILTIN_RMSNORM, TN_DTYPE_BF16);
     static const int64_t cols[] = {2147483647LL, 2147483645LL, 1LL << 30};
-    for (int i = 0; i < 3; i++) {
-        tn_plan *plan = NULL;
-        CHECK(tn_plan_create(ctx, f, 3, cols[i], NULL, &plan) == TN_STATUS_OK, "N = %lld: %s", (long long)cols[i],
-              tn_context_last_error(ctx));
-        if (!plan) continue;
-        char *src = test_describe(plan, TN_DESCRIBE_SOURCE);
-        int wide = strstr(src, "for (long long vi = tr; vi < NV; vi += T)") != NULL;
-        CHECK(wide == (i < 2), "N = %lld: loop index is %s", (long long)cols[i], wide ? "64-bit" : "32-bit");
-        CHECK(!strstr(src, "for (int vi = tr; vi < NV; vi += T)") || i == 2, "a 32-bit loop at N = %lld",
-              (long long)cols[i]);
-        tn_resources r;
-        tn_plan_resources(plan, &r);
-        CHECK(r.spill_store_bytes == 0 && r.stack_bytes == 0, "N = %lld spills", (long long)cols[i]);
-        free(src);
-        tn_plan_destroy(plan);
-    }
+    for (int i = 0; i < 3; i++)
+        for (int looped = 0; looped < 2; looped++) {
+            tn_plan *plan = NULL;
+            tn_plan_options po = {0, NULL, looped ? "looped" : NULL};
+            CHECK(tn_plan_create(ctx, f, 3, cols[i], &po, &plan) == TN_STATUS_OK, "N = %lld: %s", (long long)cols[i],
+                  tn_context_last_error(ctx));
+            if (!plan) continue;
+            char *src = test_describe(plan, TN_DESCRIBE_SOURCE);
+            if (looped) {
+                int wide = strstr(src, "for (long long vi = tr; vi < NV; vi += T)") != NULL;
+                CHECK(wide == (i < 2), "N = %lld: loop index is %s", (long long)cols[i], wide ? "64-bit" : "32-bit");
+            } else {
+                CHECK(strstr(src, "read again from L2 each phase") && strstr(src, "for (int vl = tr; vl < NVL; vl += T)"),
+                      "N = %lld: not a cluster plan looping over its slice in L2", (long long)cols[i]);
+            }
+            CHECK(!strstr(src, "for (int vi = tr; vi < NV; vi += T)") || i == 2, "a 32-bit loop at N = %lld",
+                  (long long)cols[i]);
+            tn_resources r;
+            tn_plan_resources(plan, &r);
+            CHECK(r.spill_store_bytes == 0 && r.stack_bytes == 0, "N = %lld spills", (long long)cols[i]);
+            free(src);
+            tn_plan_destroy(plan);
+        }
     tn_fusion_destroy(f);
 }
 

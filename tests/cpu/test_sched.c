@@ -44,8 +44,8 @@ static void check_invariants(const tn_plan_desc *p, const tn_analysis *a, const 
         /* A row's slices in the registers of a cluster's CTAs: whole vectors, within the register cap. */
         const int64_t nv = p->cols / p->vec;
         /* The scheduler keeps to the portable 8 but for few rows whose clusters of 16 (sm_90, non-portable,
-           checked at build) each take SMs of their own; tune's candidates go to 16. */
-        const int most = strstr(what, "candidate") || p->rows * TN_MAX_CLUSTER_NONPORTABLE <= d->sm_count
+           checked at build) each take SMs of their own, and slices in L2; tune's candidates go to 16. */
+        const int most = strstr(what, "candidate") || p->rows * TN_MAX_CLUSTER_NONPORTABLE <= d->sm_count || p->l2_slice
                              ? tn_max_cluster(d->cc_major)
                              : TN_MAX_CLUSTER;
         CHECK(p->cluster >= 2 && p->cluster <= most && tn_cluster_slices_fit(nv, p->cluster) &&
@@ -176,7 +176,11 @@ static void test_decisions(tn_context *ctx) {
     req.cols = 4096;
     req.align = 16;
     req.cols = 1048576;
-    CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_LOOPED, "1M columns: looped");
+    CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.l2_slice,
+          "1M columns: a cluster plan with slices in L2");
+    req.max_cluster = 1; /* no cluster placed (as the driver may say): the looped plan */
+    CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_LOOPED, "1M columns, no cluster: looped");
+    req.max_cluster = 0;
     req.cols = 4096;
     req.kind = TN_PLAN_REGISTER;
     req.cols = 1048576;
@@ -1045,6 +1049,70 @@ static void test_early_l2(tn_context *ctx) {
 /* Slices left in L2 (plan field l2_slice): every such candidate passes the plan check; the check refuses the field
    outside a cluster plan, beside stages, shared slices, carry, cached or early COL vectors or the L2 prefetch,
    above batch 16 and at values other than 0 and 1; the scheduler never picks it. */
+/* pdl 2: the scheduler's cluster plans trigger the next kernel at each CTA's last row group, other kinds keep
+   the trigger at the top; tune twins every candidate whose grid loops with the other trigger (the GPU tier's
+   run_late_trigger takes its register, looped and tma ones at these shapes); the plan check takes 0 to 2, and 2
+   in every kind but tma-ws. */
+static void test_late_trigger(tn_context *ctx) {
+    tn_device_props d;
+    tn_device_props_for_target("h200", &d);
+    char err[320];
+    static const struct { int64_t rows, cols; } shapes[] = {{20000, 1024}, {4099, 4097}, {1000, 20480}, {512, 65536},
+                                                            {5, 40960}, {64, 131072}};
+    for (int op = 0; op < TN_BUILTIN_COUNT; op++) {
+        tn_builtin_options o = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0};
+        tn_fusion *f = NULL;
+        tn_fusion_builtin(ctx, (tn_builtin)op, &o, &f);
+        tn_analysis a;
+        tn_analyze(f, &a);
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+            for (int pdl = 0; pdl <= 1; pdl++) {
+                tn_schedule_request req = {&a, shapes[i].rows, shapes[i].cols, 16, -1, &d, pdl};
+                tn_plan_desc p;
+                CHECK(tn_schedule(&req, &p, err, sizeof err), "%s", err);
+                const int want = !pdl ? 0 : p.kind == TN_PLAN_CLUSTER ? 2 : 1;
+                CHECK(p.pdl == want, "%s %lld x %lld pdl %d: a %s plan with pdl %d, not %d",
+                      tn_builtin_name((tn_builtin)op), (long long)shapes[i].rows, (long long)shapes[i].cols, pdl,
+                      tn_plan_kind_name(p.kind), p.pdl, want);
+            }
+            tn_schedule_request req = {&a, shapes[i].rows, shapes[i].cols, 16, -1, &d, 1};
+            static tn_plan_desc c[1024];
+            const int n = tn_schedule_candidates(&req, c, 1024);
+            int late_other = 0;
+            for (int k = 0; k < n; k++) {
+                CHECK(tn_plan_desc_check(&c[k], &a, &d, 16, err, sizeof err), "candidate refused: %s", err);
+                late_other += c[k].pdl == 2 && c[k].kind != TN_PLAN_CLUSTER;
+                if (!tn_plan_grid_loops(&c[k])) {
+                    CHECK(c[k].pdl == (c[k].kind == TN_PLAN_CLUSTER ? 2 : 1), "a %s candidate that does not loop "
+                          "with pdl %d", tn_plan_kind_name(c[k].kind), c[k].pdl);
+                    continue;
+                }
+                int twin = 0; /* the same plan with the other trigger */
+                for (int j = 0; j < n && !twin; j++) {
+                    tn_plan_desc t = c[j];
+                    t.pdl = c[k].pdl;
+                    twin = j != k && c[j].pdl == 3 - c[k].pdl && tn_plan_desc_same(&t, &c[k]);
+                }
+                CHECK(twin, "%s %lld x %lld: a %s candidate whose grid loops, without its pdl %d twin",
+                      tn_builtin_name((tn_builtin)op), (long long)shapes[i].rows, (long long)shapes[i].cols,
+                      tn_plan_kind_name(c[k].kind), 3 - c[k].pdl);
+            }
+            if (i < 3) CHECK(late_other, "%s %lld x %lld: no pdl 2 candidate of a kind but cluster",
+                             tn_builtin_name((tn_builtin)op), (long long)shapes[i].rows, (long long)shapes[i].cols);
+            for (int k = 0; k < n; k++) { /* the plan check's range */
+                tn_plan_desc q = c[k];
+                q.pdl = 3;
+                CHECK(!tn_plan_desc_check(&q, &a, &d, 16, err, sizeof err) && strstr(err, "pdl"), "pdl 3 taken");
+                q.pdl = 2;
+                const int ok = tn_plan_desc_check(&q, &a, &d, 16, err, sizeof err);
+                CHECK(ok == (q.kind != TN_PLAN_TMA_WS), "pdl 2 in a %s plan: %s", tn_plan_kind_name(q.kind),
+                      ok ? "taken" : err);
+            }
+        }
+        tn_fusion_destroy(f);
+    }
+}
+
 static void test_l2_slice(tn_context *ctx) {
     tn_device_props d;
     tn_device_props_for_target("h200", &d);
@@ -1057,7 +1125,13 @@ static void test_l2_slice(tn_context *ctx) {
         tn_analyze(f, &a);
         tn_schedule_request req = {&a, 64, 524288, 16, -1, &d};
         tn_plan_desc p;
-        CHECK(tn_schedule(&req, &p, err, sizeof err) && !p.l2_slice, "%s 64 x 524288: scheduled with l2_slice",
+        /* Too long for any cluster to hold on chip: the scheduler's, clusters of 16 at these few rows. */
+        CHECK(tn_schedule(&req, &p, err, sizeof err) && p.l2_slice && p.cluster == 16 && p.threads_per_row == 512,
+              "%s 64 x 524288: not scheduled with l2_slice over 16 CTAs of 512 (%s, cluster %d)",
+              tn_builtin_name((tn_builtin)op), tn_plan_kind_name(p.kind), p.cluster);
+        /* Where on-chip clusters hold the row, never. */
+        tn_schedule_request held = {&a, 64, 131072, 16, -1, &d};
+        CHECK(tn_schedule(&held, &p, err, sizeof err) && !p.l2_slice, "%s 64 x 131072: scheduled with l2_slice",
               tn_builtin_name((tn_builtin)op));
         static tn_plan_desc c[1024];
         tn_plan_desc one = {0};
@@ -1140,6 +1214,7 @@ void test_sched(void) {
     test_cols_early(ctx);
     test_early_l2(ctx);
     test_l2_slice(ctx);
+    test_late_trigger(ctx);
     test_ragged(ctx);
     tn_context_destroy(ctx);
 }

@@ -650,6 +650,41 @@ static void run_l2_slices(tn_context *ctx, int quick) {
         }
 }
 
+/* pdl 2 (the next kernel triggered at each CTA's last row group) in the kinds whose scheduler keeps pdl 1: tune's
+   twins of the candidates whose grid loops over row groups (the cluster plans take it by default: the smoke and
+   grid cases, check_pdl_chain). One of each kind an op and shape. */
+static void run_late_trigger(tn_context *ctx, int quick) {
+    static const struct { int64_t rows, cols; } shapes[] = {{20000, 1024}, {4099, 4097}, {1000, 20480}};
+    static tn_plan_desc c[1024];
+    tn_device_props props;
+    tn_context_device_props(ctx, &props);
+    for (int op = 0; op < TN_BUILTIN_COUNT; op++)
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0] && (!quick || i < 2); i++) {
+            tn_builtin_options bo = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0};
+            tn_fusion *f = NULL;
+            tn_fusion_builtin(ctx, (tn_builtin)op, &bo, &f);
+            tn_analysis a;
+            tn_analyze(f, &a);
+            tn_schedule_request req = {&a, shapes[i].rows, shapes[i].cols, 16, -1, &props, 1};
+            const int n = tn_schedule_candidates(&req, c, 1024);
+            int seen[TN_PLAN_KIND_COUNT] = {0}, found = 0;
+            for (int k = 0; k < n; k++) {
+                if (c[k].pdl != 2 || c[k].kind == TN_PLAN_CLUSTER || seen[c[k].kind]++) continue;
+                found++;
+                gpu_case g = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, shapes[i].rows,
+                              shapes[i].cols, NULL, 0, 0};
+                g.desc = &c[k];
+                run_case(ctx, &g);
+            }
+            if (!found) {
+                printf("FAIL %s %lld x %lld: no pdl 2 candidates\n", tn_builtin_name((tn_builtin)op),
+                       (long long)shapes[i].rows, (long long)shapes[i].cols);
+                g_failed++;
+            }
+            tn_fusion_destroy(f);
+        }
+}
+
 /* Launch-time errors must be reported, never crash or write. */
 static void check_launch_errors(tn_context *ctx) {
     tn_builtin_options bo = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0};
@@ -862,6 +897,8 @@ static void check_pdl_chain(tn_context *ctx, int64_t rows, int64_t cols, int ear
         if (tn_plan_describe(plans[1], TN_DESCRIBE_JSON, json, sizeof json, NULL) != TN_STATUS_OK ||
             !strstr(json, early ? "\"early_l2\": 1" : "\"early_l2\": 0"))
             snprintf(detail, sizeof detail, "the PDL plan's early_l2 is not %d", early);
+        else if (strstr(json, "\"kind\": \"cluster\"") && !strstr(json, "\"pdl\": 2"))
+            snprintf(detail, sizeof detail, "the PDL cluster plan's pdl is not 2 (the trigger at the last row group)");
     }
     for (int p = 0; p < 2 && st == TN_STATUS_OK; p++) st = run_chain(ctx, plans[p], buf[p][0], buf[p][1], w, x0, poison, bytes, links, &us[p]);
     if (st == TN_STATUS_OK) {
@@ -1068,6 +1105,8 @@ int main(int argc, char **argv) {
             check_pdl_chain(ctx, 8, 4096, 1);
             check_pdl_chain(ctx, 5, 40960, 1);
             check_pdl_chain(ctx, 3, 12289, 1);
+            check_pdl_chain(ctx, 512, 65536, 0); /* a cluster grid that loops: pdl 2 */
+            run_late_trigger(ctx, 1);
         }
         goto report;
     }
@@ -1102,6 +1141,7 @@ int main(int argc, char **argv) {
     run_pipelined(ctx, quick || sanitize);
     if (props.cc_major >= 9) run_sixteen(ctx, quick || sanitize);
     if (props.cc_major >= 9) run_l2_slices(ctx, quick || sanitize);
+    if (props.cc_major >= 9) run_late_trigger(ctx, quick || sanitize);
     run_online(ctx, quick || sanitize);
     run_cols_early(ctx, quick || sanitize, props.cc_major >= 9);
     /* Mixed dtypes, saved statistics, f8 outputs. */

@@ -3,7 +3,7 @@ Compute profiles exactly that call and nothing of the set-up (peers compile and 
 calls, which run before the range). The systems and inputs are compare.py's, as its users run them.
 
     ncu --nvtx --nvtx-include "profile/" --section SpeedOfLight ... \\
-        python3 bench/probes/profile.py --system quack --op softmax --shape 512x65536
+        python3 bench/probes/ncu_call.py --system quack --op softmax --shape 512x65536
 
 bench/probes/ncu.sh runs it for several systems and turns each report into text.
 """
