@@ -39,7 +39,7 @@ def main():
                 "block": "block_threads", "stages": "stages", "groups": "consumer_groups", "chunks": "chunks",
                 "cluster": "cluster", "pf": "prefetch", "cta": "ctas_per_sm", "cy": "carry", "ss": "shared_slice",
                 "col": "col_cache", "ce": "cols_early", "pe": "peel", "pl": "pipeline", "on": "online", "el": "early_l2",
-                "l2": "l2_slice", "smem": "smem_bytes",
+                "l2": "l2_slice", "pdl": "pdl", "smem": "smem_bytes",
                 "grid": "grid"}  # tune's columns
 
         def row(p, us):
