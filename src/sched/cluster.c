@@ -731,22 +731,21 @@ static int l2_slice_shape(const tn_schedule_request *r, const tn_plan_desc *base
 
 /* Rows no cluster holds on chip (bf16 from 524288, f32 from 262144, where the looped plan would read every row
    twice from one CTA): split over a cluster anyway, the slices left in global memory, each phase reading its
-   slice again from L2 (l2_slice). 512 threads a CTA; the smallest cluster whose CTAs over the rows the L2 holds
-   at once fill the SMs by threads, else the largest (H100, bf16 softmax 64 x 524288: 68.4 us over clusters of
-   16, 82.4 over 8, the looped plan 101.9); not where those clusters' CTAs are fewer than the looped plan's. */
+   slice again from L2 (l2_slice). 512 threads a CTA and the largest cluster the row splits into: for the CTAs
+   the driver places at once, the fewest rows in flight, so the re-reads find them in L2 (H100, bf16 softmax
+   64 x 524288: 68.4 us over 14 clusters of 16, 82.4 over 30 of 8, the looped plan 101.9). Not where the L2
+   holds so few rows that the clusters take fewer SMs than the looped plan's CTAs a row (rows of 32 MiB and
+   more: one cluster at a time). */
 static int schedule_l2_slices(const tn_schedule_request *r, const tn_plan_desc *base, tn_plan_desc *p) {
     const tn_device_props *d = r->props;
     const int t = 512;
     const int64_t rows = min_i64(r->rows, tn_plan_l2_resident_rows(r->analysis, d, base->cols));
-    const int64_t fill = (int64_t)(d->max_threads_per_sm / t) * d->sm_count;
     if (base->cols * r->analysis->buffer_elem_bytes < 128 * 1024) return 0;
     int chosen = 0;
-    for (int cl = 2; cl <= tn_max_cluster(d->cc_major) && (!chosen || rows * (chosen / 2) < fill); cl *= 2) {
+    for (int cl = tn_max_cluster(d->cc_major); cl >= 2 && !chosen; cl /= 2) {
         tn_plan_desc q;
         if (l2_slice_shape(r, base, cl, t, &q)) *p = q, chosen = cl;
     }
-    /* Not where the L2 holds so few rows that the clusters take fewer SMs than the looped plan's CTAs a row
-       (rows of 32 MiB and more: one cluster at a time). */
     if (!chosen || rows * chosen < min_i64(r->rows, d->sm_count)) return 0;
     tn_why(p, "cluster, slices in L2: each row split over %d CTAs of %d threads, too long for them to hold on chip; "
               "each CTA's slice stays in global memory and every phase reads it again from L2 (%lld clusters at "

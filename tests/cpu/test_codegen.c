@@ -19,7 +19,8 @@ typedef struct golden {
     int shared; /* ... left in its one stage and read there, a cluster a row (shared_slice) */
     int pipeline; /* a register plan over a persistent grid of 4 CTAs an SM, the next row group loaded ahead */
     int online;   /* softmax's max and sum reduced as one online pair (tune's candidate) */
-    int pdl;      /* PDL requested: the wait at the top, the trigger there (pdl 1) or at the last row group (2) */
+    int pdl;      /* PDL requested (1): the wait at the top, the trigger there or, in cluster plans, at each CTA's last
+                     row group; 2: that late trigger set in a plan of another kind (tune's twin) */
 } golden;
 
 static const golden k_goldens[] = {
@@ -71,6 +72,11 @@ static const golden k_goldens[] = {
        the trigger at the top. */
     {"rmsnorm_bf16_64x4096_pdl.cu", TN_BUILTIN_RMSNORM, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 64, 4096, -1, 0,
      0, 0, 0, 1},
+    /* The late trigger in the grid-stride (register) and ring (tma) skeletons: tune's twins. */
+    {"rmsnorm_bf16_4096x4096_pdl2.cu", TN_BUILTIN_RMSNORM, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 4096, 4096,
+     TN_PLAN_REGISTER, 0, 0, 0, 0, 2},
+    {"layernorm_bf16_4096x4096_tma_pdl2.cu", TN_BUILTIN_LAYERNORM, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 4096,
+     4096, TN_PLAN_TMA, 0, 0, 0, 0, 2},
 };
 
 static char *generate(tn_context *ctx, const golden *g) {
@@ -81,7 +87,7 @@ static char *generate(tn_context *ctx, const golden *g) {
     tn_analyze(f, &a);
     tn_device_props d;
     tn_device_props_for_target("h200", &d);
-    tn_schedule_request req = {&a, g->rows, g->cols, 16, g->kind, &d, g->pdl};
+    tn_schedule_request req = {&a, g->rows, g->cols, 16, g->kind, &d, g->pdl != 0};
     tn_plan_desc p;
     char err[320];
     CHECK(tn_schedule(&req, &p, err, sizeof err), "%s: %s", g->file, err);
@@ -89,7 +95,8 @@ static char *generate(tn_context *ctx, const golden *g) {
     if (g->shared) tn_cluster_share_slice(&a, &p);
     else if (g->stages) p.stages = g->stages, p.smem_bytes = (int)tn_cluster_dynamic_smem(&a, &p);
     if (g->online) p.online = 1;
-    if (g->stages || g->pipeline || g->online) {
+    if (g->pdl == 2) p.pdl = 2;
+    if (g->stages || g->pipeline || g->online || g->pdl == 2) {
         CHECK(tn_plan_desc_check(&p, &a, &d, 16, err, sizeof err), "%s: %s", g->file, err);
     }
     if (g->online) CHECK(tn_analyze_online(f, &a) == 1, "%s: no online pair", g->file);

@@ -1046,9 +1046,6 @@ static void test_early_l2(tn_context *ctx) {
     tn_fusion_destroy(f);
 }
 
-/* Slices left in L2 (plan field l2_slice): every such candidate passes the plan check; the check refuses the field
-   outside a cluster plan, beside stages, shared slices, carry, cached or early COL vectors or the L2 prefetch,
-   above batch 16 and at values other than 0 and 1; the scheduler never picks it. */
 /* pdl 2: the scheduler's cluster plans trigger the next kernel at each CTA's last row group, other kinds keep
    the trigger at the top; tune twins every candidate whose grid loops with the other trigger (the GPU tier's
    run_late_trigger takes its register, looped and tma ones at these shapes); the plan check takes 0 to 2, and 2
@@ -1113,6 +1110,9 @@ static void test_late_trigger(tn_context *ctx) {
     }
 }
 
+/* Slices left in L2 (plan field l2_slice): every such candidate passes the plan check; the check refuses the field
+   outside a cluster plan, beside stages, shared slices, carry, cached or early COL vectors or the L2 prefetch,
+   above batch 16 and at values other than 0 and 1; the scheduler picks it only where no cluster holds the row. */
 static void test_l2_slice(tn_context *ctx) {
     tn_device_props d;
     tn_device_props_for_target("h200", &d);

@@ -603,7 +603,8 @@ static void run_sixteen(tn_context *ctx, int quick) {
         }
 }
 
-/* Every cluster candidate whose slices stay in L2 (l2_slice; tune's, never the scheduler's choice): rows past
+/* Every cluster candidate whose slices stay in L2 (l2_slice; tune's, and the scheduler's where no cluster holds
+   the row): rows past
    what a cluster holds on chip, odd and uneven rows, mixed dtypes and statistics, rows longer than one L2-sized
    round of clusters (each cluster loops), padded rows, every other one in place. Quick (and under the
    sanitizers, and in the smoke tier): the two smaller shapes, two candidates each. */
@@ -633,8 +634,7 @@ static void run_l2_slices(tn_context *ctx, int quick) {
             for (int k = 0; k < n; k++) {
                 if (!c[k].l2_slice || (quick && found >= 2)) continue;
                 found++;
-                /* (no forced kind: the scheduler's plan, the looped one at most of these shapes, is made first and
-                   then replaced by the candidate; a forced cluster plan would be refused there) */
+                /* (no forced kind: the scheduler's plan is made first and then replaced by the candidate) */
                 gpu_case g = {(tn_builtin)op, shapes[i].in, shapes[i].w, shapes[i].in, stats, shapes[i].rows,
                               shapes[i].cols, NULL, shapes[i].pad, 0};
                 g.desc = &c[k];
@@ -646,6 +646,10 @@ static void run_l2_slices(tn_context *ctx, int quick) {
                        (long long)shapes[i].rows, (long long)shapes[i].cols);
                 g_failed++;
             }
+            /* ... and the scheduler's own plan there. */
+            gpu_case own = {(tn_builtin)op, shapes[i].in, shapes[i].w, shapes[i].in, stats, shapes[i].rows,
+                            shapes[i].cols, NULL, shapes[i].pad, 0};
+            run_case(ctx, &own);
             tn_fusion_destroy(f);
         }
 }
@@ -1106,6 +1110,7 @@ int main(int argc, char **argv) {
             check_pdl_chain(ctx, 5, 40960, 1);
             check_pdl_chain(ctx, 3, 12289, 1);
             check_pdl_chain(ctx, 512, 65536, 0); /* a cluster grid that loops: pdl 2 */
+            check_pdl_chain(ctx, 3, 524288, 1);  /* the scheduler's slices in L2: pdl 2, early_l2 */
             run_late_trigger(ctx, 1);
         }
         goto report;
@@ -1332,6 +1337,8 @@ fuzz:;
         check_pdl_chain(ctx, 5, 40960, 1);
         check_pdl_chain(ctx, 3, 12289, 1);
         check_pdl_chain(ctx, 4096, 4096, 0);
+        check_pdl_chain(ctx, 512, 65536, 0); /* a cluster grid that loops: pdl 2 */
+        check_pdl_chain(ctx, 3, 524288, 1);  /* the scheduler's slices in L2: pdl 2, early_l2 */
     }
 report:
     printf("gpu tier on %s: %lld s\n", props.name, (long long)(time(NULL) - t0));
