@@ -68,7 +68,7 @@ def plan_seeds(cli):
         ("layernorm-bf16-tma-4096x4096", dict(op="layernorm", dtype="bf16", rows=4096, cols=4096, kind="tma")),
         ("rmsnorm-f16-tma-32768x16384", dict(op="rmsnorm", dtype="f16", rows=32768, cols=16384, kind="tma")),
         ("rmsnorm-bf16-cluster-4096x131072", dict(op="rmsnorm", dtype="bf16", rows=4096, cols=131072)),
-        ("softmax-bf16-tma-ws-4096x65536", dict(op="softmax", dtype="bf16", rows=4096, cols=65536)),
+        ("softmax-bf16-tma-ws-4096x65536", dict(op="softmax", dtype="bf16", rows=4096, cols=65536, kind="tma-ws")),
         ("rmsnorm-bf16-one-wave-512x4096", dict(op="rmsnorm", dtype="bf16", rows=512, cols=4096)),
     ]
     # A cluster plan whose slices stay in L2 (l2_slice: a tune candidate, never the scheduler's choice), made from
@@ -84,6 +84,9 @@ def plan_seeds(cli):
         write("plan_json", "seed-" + name, plan_header(c["op"], c["dtype"], **kw) + dump(plan))
         if name == "rmsnorm-bf16-4096x4096":
             base = plan
+        if name == "softmax-bf16-tma-ws-4096x65536":
+            # the late PDL trigger (pdl 2) in the one kind that refuses it
+            write("plan_json", "edge-pdl-2-tma-ws", plan_header(c["op"], c["dtype"], **kw) + dump(dict(plan, pdl=2)))
         if name == "rmsnorm-a100-4096x4096":
             # the same plan replayed for an f8 output, which sm_80 cannot store: the scheduler refuses it
             write("plan_json", "edge-f8-out-replayed-on-a100",
@@ -123,7 +126,6 @@ def plan_edges(base):
         "early-l2-2": with_(early_l2=2, pdl=1),
         "pdl-2": with_(pdl=2),
         "pdl-3": with_(pdl=3),
-        "pdl-2-tma-ws": with_(kind="tma-ws", pdl=2),
         "l2-slice-on-register": with_(l2_slice=1),
         "l2-slice-2": with_(l2_slice=2),
         "carry": with_(carry=1),
