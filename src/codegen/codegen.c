@@ -702,14 +702,15 @@ static void cta_rows(gen *g) {
     tn_strbuf_append(g->sb, "    const int tr = threadIdx.x % T, rr = threadIdx.x / T;\n    (void)rr;\n");
 }
 
-/* pdl 2: the trigger at the top of the CTA's last row group (`last` true there) instead of at the kernel's
-   top. A grid whose CTAs loop over row groups holds its SMs to the end; triggered at the top, the next
+/* pdl 2: the trigger at the top of the CTA's last row group (the loop steps by `step` row groups) instead of
+   at the kernel's top. A grid whose CTAs loop over row groups holds its SMs to the end; triggered at the top, the next
    kernel's CTAs fill the slots this grid leaves (a cluster plan's, where the driver places fewer clusters
    than the SMs' CTAs) and start there, unevenly, ahead of the rest (H100, softmax 512 x 65536 over 92
    persistent clusters of 4: 53.3 us with the trigger at the top, 49.4 without PDL). */
-static void late_trigger(gen *g, const char *last) {
+static void late_trigger(gen *g, const char *step) {
     if (g->p->pdl == 2)
-        tn_strbuf_printf(g->sb, "        if (%s) tn_pdl_launch_dependents();  // this CTA's last row group\n", last);
+        tn_strbuf_printf(g->sb, "        if ((g + %s) * R >= M) tn_pdl_launch_dependents();  // this CTA's last row group\n",
+                         step);
 }
 
 /* Reductions over the whole CTA (__syncthreads): every thread takes part. */
@@ -749,7 +750,7 @@ static void grid_stride_open(gen *g) {
     tn_strbuf_append(g->sb, "    for (long long g = blockIdx.x; g * R < M; g += gridDim.x) {\n"
                             "        const long long row = g * R + rr;\n"
                             "        const bool live = row < M;\n        (void)live;\n");
-    late_trigger(g, "(g + gridDim.x) * R >= M");
+    late_trigger(g, "gridDim.x");
 }
 /* The end of a row group taken by a loop that steps by `step` row groups: a barrier before tn_red is reused,
    only where the CTA takes another (the test is the same for all its threads), so the CTA of one row group,
@@ -816,7 +817,7 @@ static void ring_open(gen *g) {
                      "        const unsigned char *tn_stage = tn_smem + slot * STAGE_BYTES;\n"
                      "        const long long row = g * R + rr;\n"
                      "        const bool live = row < M;\n        (void)live;\n");
-    late_trigger(g, "g + gridDim.x >= G");
+    late_trigger(g, "gridDim.x");
 }
 static void ring_refill(gen *g) { stage_refill(g, "R", "gridDim.x", "0"); }
 static void ring_close(gen *g) {
@@ -940,7 +941,7 @@ static void cluster_open(gen *g) {
                      "    for (long long g = blockIdx.x / CL; g * R < M; g += gridDim.x / CL, turn++) {\n"
                      "        const long long row = g * R + rr;\n"
                      "        const bool live = row < M;\n        (void)live;\n");
-    late_trigger(g, "(g + gridDim.x / CL) * R >= M");
+    late_trigger(g, "gridDim.x / CL");
     if (!g->p->prefetch) return;
     /* One thread: this CTA's slice of the row it takes next (a cluster plan's
        row group is one row), into L2: the DRAM stays busy while this one

@@ -707,10 +707,11 @@ int tn_check_cluster(const tn_plan_desc *p, const tn_analysis *a, const tn_devic
    thread), fewer where a vector takes several 16-byte accesses of the widest tensor (an f8 output's vectors of
    16: 4-8 bytes spilled); a persistent grid of at most as many clusters as the SMs hold by threads (on a GPU,
    the driver's count where less), as rows fit in L2 (every later phase reads its slice again) and as there
-   are rows. 0 where the row has too few vectors for cl slices, or too few for t threads a slice. */
+   are rows. 0 where the row has too few vectors for cl slices, or too few for t threads a slice, or where its
+   re-read inputs take under 128 KiB (rows a cluster holds on chip many times over). */
 static int l2_slice_shape(const tn_schedule_request *r, const tn_plan_desc *base, int cl, int t, tn_plan_desc *p) {
     const int64_t nv = base->cols / base->vec;
-    if ((r->max_cluster && cl > r->max_cluster) || !tn_cluster_slices_fit(nv, cl) ||
+    if (base->cols * r->analysis->buffer_elem_bytes < 128 * 1024 || (r->max_cluster && cl > r->max_cluster) || !tn_cluster_slices_fit(nv, cl) ||
         tn_cluster_slice_vectors(nv, cl) < 2LL * t || t > r->props->max_threads_per_block)
         return 0;
     *p = *base;
@@ -740,7 +741,6 @@ static int schedule_l2_slices(const tn_schedule_request *r, const tn_plan_desc *
     const tn_device_props *d = r->props;
     const int t = 512;
     const int64_t rows = min_i64(r->rows, tn_plan_l2_resident_rows(r->analysis, d, base->cols));
-    if (base->cols * r->analysis->buffer_elem_bytes < 128 * 1024) return 0;
     int chosen = 0;
     for (int cl = tn_max_cluster(d->cc_major); cl >= 2 && !chosen; cl /= 2) {
         tn_plan_desc q;
@@ -805,14 +805,12 @@ int tn_candidates_cluster(const tn_schedule_request *r, const tn_plan_desc *base
                 if (n < cap && (q.ctas_per_sm = shared_slice_bound(r, &q))) out[n++] = q;
             }
         }
-    /* Rows whose re-read inputs take 128 KiB or more: every cluster size again with the slices left in global
-       memory, each phase streaming its slice from L2 (l2_slice; untimed as a rule). The rows past what a
-       cluster holds on chip (bf16 from 524288, f32 from 262144) have only the looped plan besides, which reads
-       each row again from DRAM once more rows are in flight than the L2 holds. */
-    if (base->cols * r->analysis->buffer_elem_bytes >= 128 * 1024)
-        for (int cl = 2; cl <= tn_max_cluster(r->props->cc_major) && n < cap; cl *= 2)
-            for (int t = 512; t <= 1024 && n < cap; t *= 2)
-                if (l2_slice_shape(r, base, cl, t, &out[n])) n++;
+    /* Rows whose re-read inputs take 128 KiB or more (l2_slice_shape): every cluster size again with the slices
+       left in global memory, each phase streaming its slice from L2 (l2_slice; the scheduler's only past what a
+       cluster holds on chip, schedule_l2_slices). */
+    for (int cl = 2; cl <= tn_max_cluster(r->props->cc_major) && n < cap; cl *= 2)
+        for (int t = 512; t <= 1024 && n < cap; t *= 2)
+            if (l2_slice_shape(r, base, cl, t, &out[n])) n++;
     /* Few rows (a cluster of 16 each on at most 4 CTAs an SM): clusters of 16 CTAs, the non-portable size, slices
        in registers, with and without the launch bound (the scheduler keeps to 8 until they are measured; the plan
        build refuses them where the driver places none); up to 512 threads (the exchange with 15 others spilled

@@ -159,7 +159,7 @@ static int early_l2_fits(const tn_schedule_request *r, const tn_plan_desc *p) {
    start unevenly (H100, softmax 512 x 65536 over 92 persistent clusters of 4: 53.3 us triggered at the top,
    49.4 without PDL; a grid of one row group a CTA triggers at its top either way). Other kinds' persistent
    grids fill whole SMs by threads: untimed as a rule, tune times both (tn_schedule_candidates). */
-static int late_trigger(const tn_plan_desc *p) { return p->pdl && p->kind == TN_PLAN_CLUSTER; }
+static int takes_late_trigger(const tn_plan_desc *p) { return p->pdl && p->kind == TN_PLAN_CLUSTER; }
 
 int tn_schedule(const tn_schedule_request *r, tn_plan_desc *p, char *err, size_t cap) {
     tn_plan_desc base;
@@ -177,7 +177,7 @@ int tn_schedule(const tn_schedule_request *r, tn_plan_desc *p, char *err, size_t
         if (!forced && avoided(r, k->kind)) snprintf(why_not, sizeof why_not, "ptxas spilled in its plan");
         else if (k->schedule(r, p, forced, why_not, sizeof why_not)) {
             choose_cols_early(r, p);
-            if (late_trigger(p)) {
+            if (takes_late_trigger(p)) {
                 p->pdl = 2;
                 tn_why(p, "pdl 2: the next kernel triggered at each CTA's last row group, as a cluster grid may loop "
                           "over its rows");
@@ -238,7 +238,7 @@ int tn_schedule_candidates(const tn_schedule_request *r, tn_plan_desc *out, int 
             out[n++].online = 1;
         }
     for (int i = 0; i < n; i++) {  /* as the scheduler would */
-        out[i].pdl = late_trigger(&out[i]) ? 2 : out[i].pdl;
+        out[i].pdl = takes_late_trigger(&out[i]) ? 2 : out[i].pdl;
         out[i].early_l2 = early_l2_fits(r, &out[i]);
     }
     /* ... and each whose grid loops over row groups again with the other trigger (pdl 1 <-> 2). */

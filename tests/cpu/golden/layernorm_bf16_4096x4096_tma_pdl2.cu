@@ -35,7 +35,7 @@ extern "C" __global__ void __launch_bounds__(256) tn_kernel(
         const long long row = g * R + rr;
         const bool live = row < M;
         (void)live;
-        if (g + gridDim.x >= G) tn_pdl_launch_dependents();  // this CTA's last row group
+        if ((g + gridDim.x) * R >= M) tn_pdl_launch_dependents();  // this CTA's last row group
         const tn_vec<tn_u16, V> *__restrict__ r0 = reinterpret_cast<const tn_vec<tn_u16, V> *>(
             tn_stage + tn_src[0].smem_offset + rr * tn_src[0].row_bytes);
         float acc4[A];
