@@ -19,7 +19,7 @@
 #include "gpu_check.h"
 #include "sched/heuristics.h"
 
-#define MAX_CANDIDATES 1024
+#define MAX_CANDIDATES 2048
 #define COMPILE_THREADS 16
 #define SCREEN_REPLAYS 3
 #define CONFIRM_TOP 6 /* candidates timed again in full after the screen */

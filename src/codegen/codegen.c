@@ -1111,7 +1111,8 @@ void tn_codegen(const tn_fusion *f, const tn_analysis *a, const tn_plan_desc *p,
        It fires once every CTA of this grid has started, so it never takes a
        slot this grid needs; at the top (pdl 1), the next launch overlaps all of
        this one instead of only its last CTA's exit; at the CTA's last row group
-       (pdl 2, late_trigger), it leaves a looping grid's spare slots empty. */
+       (pdl 2, late_trigger), it leaves a looping grid's spare slots empty; with
+       none (pdl 3), each CTA triggers as it exits. */
     if (p->early_l2) emit_early_l2(&g);
     if (p->pdl) tn_strbuf_append(sb, "    tn_pdl_wait();  // the previous kernel's writes are visible from here on\n");
     if (p->pdl == 1)

@@ -241,11 +241,15 @@ int tn_schedule_candidates(const tn_schedule_request *r, tn_plan_desc *out, int 
         out[i].pdl = takes_late_trigger(&out[i]) ? 2 : out[i].pdl;
         out[i].early_l2 = early_l2_fits(r, &out[i]);
     }
-    /* ... and each whose grid loops over row groups again with the other trigger (pdl 1 <-> 2). */
-    for (int i = 0, plain = n; i < plain && n < cap; i++)
+    /* ... and each whose grid loops over row groups again with the other triggers: pdl 1 <-> 2, and 3 (none: each
+       CTA triggers as it exits; H100, session 13: PDL off was 1-6% faster than pdl 2 at softmax 512 x 65536 and
+       64 x 131072, where the next kernel's CTAs still start in the slots the first CTAs to finish leave). */
+    for (int i = 0, plain = n; i < plain && n + 1 < cap; i++)
         if (out[i].pdl && tn_plan_grid_loops(&out[i])) {
             out[n] = out[i];
             out[n++].pdl = out[i].pdl == 2 ? 1 : 2;
+            out[n] = out[i];
+            out[n++].pdl = 3;
         }
     return n;
 }

@@ -327,8 +327,8 @@ int tn_plan_desc_check(const tn_plan_desc *p, const tn_analysis *a, const tn_dev
     if (p->stages < 0 || p->stages > TN_MAX_STAGES) REJECT("plan: stages %d must be in [0, %d]", p->stages, TN_MAX_STAGES);
     if (p->smem_bytes < 0 || p->smem_bytes > props->smem_per_block_optin)
         REJECT("plan: smem_bytes %d must be in [0, %d]", p->smem_bytes, props->smem_per_block_optin);
-    if (p->pdl < 0 || p->pdl > 2 || (p->pdl == 2 && !tn_plan_late_trigger_kind(p)))
-        REJECT("plan: pdl %d must be 0, 1, or 2 in a plan of any kind but tma-ws", p->pdl);
+    if (p->pdl < 0 || p->pdl > 3 || (p->pdl == 2 && !tn_plan_late_trigger_kind(p)))
+        REJECT("plan: pdl %d must be 0, 1, 3, or 2 in a plan of any kind but tma-ws", p->pdl);
     if (p->pipeline != 0 && (p->pipeline != 1 || p->kind != TN_PLAN_REGISTER || p->peel))
         REJECT("plan: pipeline %d must be 0, or 1 in a register plan without peel", p->pipeline);
     if (p->online != 0 && (p->online != 1 || !a->online_pairs || !tn_plan_online_kind(p)))
@@ -361,7 +361,7 @@ int tn_plan_desc_check(const tn_plan_desc *p, const tn_analysis *a, const tn_dev
                (long long)tn_plan_carry_limit(p, props), p->block_threads);
     if (p->pdl && p->cc < 90) REJECT("plan: pdl needs sm_90 or newer; the plan is for sm_%d", p->cc);
     if (p->early_l2 != 0 && (p->early_l2 != 1 || !p->pdl || !tn_plan_early_l2_kind(p)))
-        REJECT("plan: early_l2 %d must be 0, or 1 in a register or cluster plan with pdl 1 or 2 (pdl %d)", p->early_l2,
+        REJECT("plan: early_l2 %d must be 0, or 1 in a register or cluster plan with pdl on (pdl %d)", p->early_l2,
                p->pdl);
     if (p->l2_slice != 0 && (p->l2_slice != 1 || p->kind != TN_PLAN_CLUSTER || p->stages || p->shared_slice ||
                              p->carry || p->col_cache || p->cols_early || p->prefetch || p->batch > 16))

@@ -76,7 +76,8 @@ typedef struct tn_plan_desc {
                             (tn_analyze_online) */
     int pdl;             /* programmatic dependent launch (sm_90+): 0 off; 1 on, the next kernel triggered at the
                             kernel's top; 2 on, triggered at the top of each CTA's last row group (not tma-ws: a
-                            grid that loops over row groups keeps its SMs to the end, see tn_plan_grid_loops) */
+                            grid that loops over row groups keeps its SMs to the end, see tn_plan_grid_loops);
+                            3 on, no trigger: the next kernel is scheduled as this one's CTAs exit */
     int early_l2;        /* register, cluster, with pdl: 1 = before griddepcontrol.wait, the CTA's first row group
                             of every ROW input and its part of every COL input are prefetched into L2
                             (cp.async.bulk.prefetch.L2), so their DRAM latency overlaps the previous kernel's end;

@@ -20,7 +20,7 @@ typedef struct golden {
     int pipeline; /* a register plan over a persistent grid of 4 CTAs an SM, the next row group loaded ahead */
     int online;   /* softmax's max and sum reduced as one online pair (tune's candidate) */
     int pdl;      /* PDL requested (1): the wait at the top, the trigger there or, in cluster plans, at each CTA's last
-                     row group; 2: that late trigger set in a plan of another kind (tune's twin) */
+                     row group; 2: that late trigger set in a plan of another kind (tune's twin); 3: no trigger */
 } golden;
 
 static const golden k_goldens[] = {
@@ -77,6 +77,9 @@ static const golden k_goldens[] = {
      TN_PLAN_REGISTER, 0, 0, 0, 0, 2},
     {"layernorm_bf16_4096x4096_tma_pdl2.cu", TN_BUILTIN_LAYERNORM, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 4096,
      4096, TN_PLAN_TMA, 0, 0, 0, 0, 2},
+    /* PDL with no trigger (pdl 3, tune's twin of a grid that loops): the wait alone; each CTA triggers as it exits. */
+    {"softmax_bf16_512x65536_cluster_pdl3.cu", TN_BUILTIN_SOFTMAX, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 512,
+     65536, -1, 0, 0, 0, 0, 3},
 };
 
 static char *generate(tn_context *ctx, const golden *g) {
@@ -95,8 +98,8 @@ static char *generate(tn_context *ctx, const golden *g) {
     if (g->shared) tn_cluster_share_slice(&a, &p);
     else if (g->stages) p.stages = g->stages, p.smem_bytes = (int)tn_cluster_dynamic_smem(&a, &p);
     if (g->online) p.online = 1;
-    if (g->pdl == 2) p.pdl = 2;
-    if (g->stages || g->pipeline || g->online || g->pdl == 2) {
+    if (g->pdl >= 2) p.pdl = g->pdl;
+    if (g->stages || g->pipeline || g->online || g->pdl >= 2) {
         CHECK(tn_plan_desc_check(&p, &a, &d, 16, err, sizeof err), "%s: %s", g->file, err);
     }
     if (g->online) CHECK(tn_analyze_online(f, &a) == 1, "%s: no online pair", g->file);

@@ -1048,8 +1048,8 @@ static void test_early_l2(tn_context *ctx) {
 
 /* pdl 2: the scheduler's cluster plans trigger the next kernel at each CTA's last row group, other kinds keep
    the trigger at the top; tune twins every candidate whose grid loops with the other trigger (the GPU tier's
-   run_late_trigger takes its register, looped and tma ones at these shapes); the plan check takes 0 to 2, and 2
-   in every kind but tma-ws. */
+   run_late_trigger takes its register, looped and tma ones at these shapes), and again with none (pdl 3); the plan
+   check takes 0 to 3, and 2 in every kind but tma-ws. */
 static void test_late_trigger(tn_context *ctx) {
     tn_device_props d;
     tn_device_props_for_target("h200", &d);
@@ -1073,8 +1073,8 @@ static void test_late_trigger(tn_context *ctx) {
                       tn_plan_kind_name(p.kind), p.pdl, want);
             }
             tn_schedule_request req = {&a, shapes[i].rows, shapes[i].cols, 16, -1, &d, 1};
-            static tn_plan_desc c[1024];
-            const int n = tn_schedule_candidates(&req, c, 1024);
+            static tn_plan_desc c[2048];
+            const int n = tn_schedule_candidates(&req, c, 2048);
             int late_other = 0;
             for (int k = 0; k < n; k++) {
                 CHECK(tn_plan_desc_check(&c[k], &a, &d, 16, err, sizeof err), "candidate refused: %s", err);
@@ -1084,22 +1084,30 @@ static void test_late_trigger(tn_context *ctx) {
                           "with pdl %d", tn_plan_kind_name(c[k].kind), c[k].pdl);
                     continue;
                 }
-                int twin = 0; /* the same plan with the other trigger */
-                for (int j = 0; j < n && !twin; j++) {
-                    tn_plan_desc t = c[j];
-                    t.pdl = c[k].pdl;
-                    twin = j != k && c[j].pdl == 3 - c[k].pdl && tn_plan_desc_same(&t, &c[k]);
+                for (int other = 1; other <= 3; other++) { /* the same plan with each other trigger */
+                    if (other == c[k].pdl) continue;
+                    int twin = 0;
+                    for (int j = 0; j < n && !twin; j++) {
+                        tn_plan_desc t = c[j];
+                        t.pdl = c[k].pdl;
+                        twin = j != k && c[j].pdl == other && tn_plan_desc_same(&t, &c[k]);
+                    }
+                    CHECK(twin, "%s %lld x %lld: a %s candidate whose grid loops, pdl %d, without its pdl %d twin",
+                          tn_builtin_name((tn_builtin)op), (long long)shapes[i].rows, (long long)shapes[i].cols,
+                          tn_plan_kind_name(c[k].kind), c[k].pdl, other);
                 }
-                CHECK(twin, "%s %lld x %lld: a %s candidate whose grid loops, without its pdl %d twin",
-                      tn_builtin_name((tn_builtin)op), (long long)shapes[i].rows, (long long)shapes[i].cols,
-                      tn_plan_kind_name(c[k].kind), 3 - c[k].pdl);
             }
             if (i < 3) CHECK(late_other, "%s %lld x %lld: no pdl 2 candidate of a kind but cluster",
                              tn_builtin_name((tn_builtin)op), (long long)shapes[i].rows, (long long)shapes[i].cols);
             for (int k = 0; k < n; k++) { /* the plan check's range */
                 tn_plan_desc q = c[k];
+                q.pdl = 4;
+                CHECK(!tn_plan_desc_check(&q, &a, &d, 16, err, sizeof err) && strstr(err, "pdl"), "pdl 4 taken");
+                q.pdl = -1;
+                CHECK(!tn_plan_desc_check(&q, &a, &d, 16, err, sizeof err) && strstr(err, "pdl"), "pdl -1 taken");
                 q.pdl = 3;
-                CHECK(!tn_plan_desc_check(&q, &a, &d, 16, err, sizeof err) && strstr(err, "pdl"), "pdl 3 taken");
+                CHECK(tn_plan_desc_check(&q, &a, &d, 16, err, sizeof err), "pdl 3 in a %s plan: %s",
+                      tn_plan_kind_name(q.kind), err);
                 q.pdl = 2;
                 const int ok = tn_plan_desc_check(&q, &a, &d, 16, err, sizeof err);
                 CHECK(ok == (q.kind != TN_PLAN_TMA_WS), "pdl 2 in a %s plan: %s", tn_plan_kind_name(q.kind),

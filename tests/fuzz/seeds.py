@@ -126,6 +126,7 @@ def plan_edges(base):
         "early-l2-2": with_(early_l2=2, pdl=1),
         "pdl-2": with_(pdl=2),
         "pdl-3": with_(pdl=3),
+        "pdl-4": with_(pdl=4),
         "l2-slice-on-register": with_(l2_slice=1),
         "l2-slice-2": with_(l2_slice=2),
         "carry": with_(carry=1),

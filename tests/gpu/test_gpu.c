@@ -654,12 +654,12 @@ static void run_l2_slices(tn_context *ctx, int quick) {
         }
 }
 
-/* pdl 2 (the next kernel triggered at each CTA's last row group) in the kinds whose scheduler keeps pdl 1: tune's
-   twins of the candidates whose grid loops over row groups (the cluster plans take it by default: the smoke and
-   grid cases, check_pdl_chain). One of each kind an op and shape. */
+/* pdl 2 (the next kernel triggered at each CTA's last row group) in the kinds whose scheduler keeps pdl 1, and pdl 3
+   (no trigger) in every kind: tune's twins of the candidates whose grid loops over row groups (the cluster plans
+   take pdl 2 by default: the smoke and grid cases, check_pdl_chain). One of each kind an op, shape and pdl. */
 static void run_late_trigger(tn_context *ctx, int quick) {
     static const struct { int64_t rows, cols; } shapes[] = {{20000, 1024}, {4099, 4097}, {1000, 20480}};
-    static tn_plan_desc c[1024];
+    static tn_plan_desc c[2048];
     tn_device_props props;
     tn_context_device_props(ctx, &props);
     for (int op = 0; op < TN_BUILTIN_COUNT; op++)
@@ -670,21 +670,23 @@ static void run_late_trigger(tn_context *ctx, int quick) {
             tn_analysis a;
             tn_analyze(f, &a);
             tn_schedule_request req = {&a, shapes[i].rows, shapes[i].cols, 16, -1, &props, 1};
-            const int n = tn_schedule_candidates(&req, c, 1024);
-            int seen[TN_PLAN_KIND_COUNT] = {0}, found = 0;
+            const int n = tn_schedule_candidates(&req, c, 2048);
+            int seen[4][TN_PLAN_KIND_COUNT] = {{0}}, found[4] = {0};
             for (int k = 0; k < n; k++) {
-                if (c[k].pdl != 2 || c[k].kind == TN_PLAN_CLUSTER || seen[c[k].kind]++) continue;
-                found++;
+                if (c[k].pdl < 2 || (c[k].pdl == 2 && c[k].kind == TN_PLAN_CLUSTER) || seen[c[k].pdl][c[k].kind]++)
+                    continue;
+                found[c[k].pdl]++;
                 gpu_case g = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, shapes[i].rows,
                               shapes[i].cols, NULL, 0, 0};
                 g.desc = &c[k];
                 run_case(ctx, &g);
             }
-            if (!found) {
-                printf("FAIL %s %lld x %lld: no pdl 2 candidates\n", tn_builtin_name((tn_builtin)op),
-                       (long long)shapes[i].rows, (long long)shapes[i].cols);
-                g_failed++;
-            }
+            for (int pdl = 2; pdl <= 3; pdl++)
+                if (!found[pdl]) {
+                    printf("FAIL %s %lld x %lld: no pdl %d candidates\n", tn_builtin_name((tn_builtin)op),
+                           (long long)shapes[i].rows, (long long)shapes[i].cols, pdl);
+                    g_failed++;
+                }
             tn_fusion_destroy(f);
         }
 }
