@@ -615,9 +615,16 @@ int tn_schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int force
                    a->num_carried ? ", two rows at once" : " (no value to carry in registers)");
     }
     if (!forced && !few && !heavy_waves && share_long_slices(r, p)) return 1;
-    /* Few rows take more vectors a thread, unless that leaves no room to carry (softmax 33 x 98304 over 8 CTAs of
-       128 x 12 carrying exp: 8.3-8.9 us without carry, against 9.3 over 4 of 128 x 24). */
-    const int most = few && !(heavy && a->num_carried) ? TN_CLUSTER_FEW_BATCH
+    /* Few rows take more vectors a thread; heavy fusions that carry their values, at most TN_REG_BATCH_LONG
+       whatever the rows (more threads of fewer vectors: the carried values and the row's fit 2 CTAs an SM, and
+       every exp phase is shorter). tune, bf16 softmax, clusters of 256 x 6-8 against the 128 x 12-16 that 16
+       vectors gave: 64 x 131072 13.23 us against 14.78 (H200), 15.92 against 17.51 (H100); 33 x 98304 7.16
+       against 7.81; 600 x 98304 63.5 against 70.0; 512 x 65536 38.4 against 39.8 (H200). */
+    /* Narrower accesses (odd N) and uneven slices keep their caps, as measured (8 would leave softmax 1000 x
+       65584's 2050-vector slices 4 and a fraction a thread over 8 CTAs of 256, where 256 x 9 over 4 ran). */
+    const int even = p->vec * a->min_row_elem_size >= 16 && nv % TN_MAX_CLUSTER == 0;
+    const int most = heavy && a->num_carried && even ? TN_REG_BATCH_LONG
+                     : few && !(heavy && a->num_carried) ? TN_CLUSTER_FEW_BATCH
                      : heavy_waves                        ? TN_REG_BATCH_LONG
                                                           : TN_REG_BATCH_LONGER;
     const int batch = slice_batch(a, most);
@@ -647,15 +654,19 @@ int tn_schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int force
     if (must_carry && !streamed_heavy && !tn_carry_fits(r, p))
         REJECT("the special-function values of a slice of %d vectors a thread do not fit in registers beside it: "
                "the tma plans stream the row", p->batch);
-    /* Not for few rows (a cluster a row, where the driver places them all), nor forced: a forced cluster plan is
-       the base that tune's candidates and the tests vary. */
-    if (!few && !forced) stream_next_rows(r, p);
+    /* Few rows only where their clusters loop (more rows than the clusters that fit at once): the next row's
+       slice streams in while this one reduces, the COL slices cached below (tune, H100, bf16 64 x 131072 over 8
+       CTAs of 256 x 8 at 2 an SM, 30 clusters: softmax 15.92 us streamed against 17.3-18.0 (screened);
+       add_rmsnorm 27.08 streamed and cached, 28.71 (screened) streamed alone, 28.84 neither). Not forced: a
+       forced cluster plan is the base that tune's candidates and the tests vary. */
+    const int rows_loop = !forced && (!few || tn_plan_grid_loops(p));
+    if (rows_loop) stream_next_rows(r, p);
     tn_why(p, "cluster: each row split over %d CTAs of %d threads, %d vectors each held in registers (%lld bytes a "
            "CTA); reductions meet through distributed shared memory", cl, p->threads_per_row, p->batch,
            (long long)(tn_cluster_slice_vectors(nv, cl) * p->vec * a->buffer_elem_bytes));
     why_persistent_clusters(p);
     why_streamed(p);
-    if (!few && !forced) cache_cols(r, p);
+    if (rows_loop) cache_cols(r, p);
     if (p->ctas_per_sm && heavy)
         tn_why(p, "compiled for %d CTAs an SM: special functions in %d phases keep each CTA computing long, more CTAs "
                "overlap one's loads with another's work", p->ctas_per_sm, a->special_evals);

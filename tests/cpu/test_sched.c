@@ -462,13 +462,22 @@ static void test_decisions(tn_context *ctx) {
               "softmax %lldx%lld: cluster of %lld: %s", (long long)cl_shapes[i][0], (long long)cl_shapes[i][1],
               (long long)cl_shapes[i][2], p.why);
     }
-    /* Few rows keep up to 24 vectors a thread, but softmax keeps 16 at most, so its exps fit in registers beside
-       them (tune: 8 CTAs of 128 x 12 8.3-8.9 us before carry, 4 of 128 x 24 9.3); more than 2 CTAs a cluster only
-       at 2 CTAs an SM, few rows too (64 x 131072: 14.8 us over 8 CTAs at 3 an SM, 20.5 over 4 at one). */
+    /* Few rows keep up to 24 vectors a thread, but softmax's even slices 8 at most, so its exps fit in registers
+       beside them and every exp phase is short (tune: 8 CTAs of 256 x 6 7.16 us, 128 x 12 7.81, 4 of 128 x 24
+       9.3); more than 2 CTAs a cluster only at 2 CTAs an SM, few rows too (64 x 131072: 14.8 us over 8 CTAs at 3
+       an SM, 20.5 over 4 at one); where the clusters loop over the rows, the next row streamed. */
     tn_schedule_request few = {&a, 33, 98304, 16, -1, &d};
     CHECK(tn_schedule(&few, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 8 &&
-              p.threads_per_row == 128 && p.batch == 12 && p.carry,
-          "softmax 33x98304: 8 CTAs of 128 x 12 carrying exp: %s", p.why);
+              p.threads_per_row == 256 && p.batch == 6 && p.carry && !p.stages,
+          "softmax 33x98304: 8 CTAs of 256 x 6 carrying exp: %s", p.why);
+    few.rows = 64;
+    few.cols = 131072;
+    CHECK(tn_schedule(&few, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 8 &&
+              p.threads_per_row == 256 && p.batch == 8 && p.carry && p.stages == 1 && p.ctas_per_sm == 2 &&
+              tn_plan_grid_loops(&p),
+          "softmax 64x131072: 8 CTAs of 256 x 8 at 2 an SM, clusters looping, streamed: %s", p.why);
+    few.rows = 33;
+    few.cols = 98304;
     /* 4-byte aligned rows of 32772 2-element vectors: 8 CTAs (the last slice shorter) of at most 16, carrying. */
     few.rows = 1;
     few.cols = 65544;
@@ -502,9 +511,14 @@ static void test_decisions(tn_context *ctx) {
               p.smem_bytes == (2 * (131072 / 4 * 2 + 8) + 15) / 16 * 16 + 131072 / 4 * 2 &&
               p.grid / p.cluster < 512 && strstr(p.why, "next rows streamed") && strstr(p.why, "COL inputs loaded once"),
           "rmsnorm 512x131072: cluster of 4 x 512, two stages, the weight's slices cached: %s", p.why);
-    rl.rows = 64; /* few rows: a cluster a row, nothing to stream, nothing to keep across rows */
-    CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.stages == 0 && !p.col_cache,
-          "rmsnorm 64x131072: no stage: %s", p.why);
+    rl.rows = 33; /* few rows: a cluster a row, nothing to stream, nothing to keep across rows */
+    CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.stages == 0 && !p.col_cache &&
+              !tn_plan_grid_loops(&p),
+          "rmsnorm 33x131072: no stage: %s", p.why);
+    rl.rows = 64; /* few rows, but more than the clusters that fit at once: streamed, the weight's slices cached */
+    CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.stages == 1 && p.col_cache &&
+              tn_plan_grid_loops(&p),
+          "rmsnorm 64x131072: streamed, COL slices cached: %s", p.why);
     rl.rows = 512;
     tn_schedule_request forced = rl; /* a forced cluster plan is the base tune and the tests vary: no stage */
     forced.kind = TN_PLAN_CLUSTER;

@@ -1,12 +1,12 @@
 // row storage: registers, a slice of each row per CTA, staged in shared memory by bulk copies; skeleton: grid-stride over clusters (a row group split over the cluster's CTAs)
-extern "C" __global__ void __launch_bounds__(128, 3) tn_kernel(
+extern "C" __global__ void __launch_bounds__(256, 2) tn_kernel(
     const tn_u16 *__restrict__ in0,
     const long long in0_ld,
     tn_u16 *__restrict__ out0,
     const long long out0_ld,
     const long long M) {
-    constexpr int N = 65536, V = 8, NV = N / V, T = 128, R = 1;
-    constexpr int P = 16;  // vectors each thread keeps per row
+    constexpr int N = 65536, V = 8, NV = N / V, T = 256, R = 1;
+    constexpr int P = 8;  // vectors each thread keeps per row
     constexpr int A = 8;  // accumulators per reduction and thread
     (void)R;
     __shared__ float tn_red[2][R][T / 32];
