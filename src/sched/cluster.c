@@ -615,22 +615,29 @@ int tn_schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int force
                    a->num_carried ? ", two rows at once" : " (no value to carry in registers)");
     }
     if (!forced && !few && !heavy_waves && share_long_slices(r, p)) return 1;
-    /* Few rows take more vectors a thread; heavy fusions that carry their values, at most TN_REG_BATCH_LONG
-       whatever the rows (more threads of fewer vectors: the carried values and the row's fit 2 CTAs an SM, and
-       every exp phase is shorter). tune, bf16 softmax, clusters of 256 x 6-8 against the 128 x 12-16 that 16
-       vectors gave: 64 x 131072 13.23 us against 14.78 (H200), 15.92 against 17.51 (H100); 33 x 98304 7.16
-       against 7.81; 600 x 98304 63.5 against 70.0; 512 x 65536 38.4 against 39.8 (H200). */
-    /* Narrower accesses (odd N) and uneven slices keep their caps, as measured (8 would leave softmax 1000 x
-       65584's 2050-vector slices 4 and a fraction a thread over 8 CTAs of 256, where 256 x 9 over 4 ran). */
-    const int even = p->vec * a->min_row_elem_size >= 16 && nv % TN_MAX_CLUSTER == 0;
-    const int most = heavy && a->num_carried && even ? TN_REG_BATCH_LONG
-                     : few && !(heavy && a->num_carried) ? TN_CLUSTER_FEW_BATCH
-                     : heavy_waves                        ? TN_REG_BATCH_LONG
-                                                          : TN_REG_BATCH_LONGER;
-    const int batch = slice_batch(a, most);
+    /* Few rows take more vectors a thread; heavy fusions that carry their values, in 16-bit rows, at most
+       TN_REG_BATCH_LONG (64 elements a thread, as f32's 16 vectors are): more threads of fewer vectors, the
+       carried values and the row's in 2 CTAs an SM, every exp phase shorter. tune, bf16 softmax, clusters of
+       256 x 6-8 against the 128 x 12-16 that 16 vectors gave: 64 x 131072 13.23 us against 14.78 (H200), 15.92
+       against 17.51 (H100); 33 x 98304 7.16 against 7.81; 600 x 98304 63.5 against 70.0; 512 x 65536 38.4
+       against 39.8 (H200). Uneven slices keep the old cap (8 would leave softmax 1000 x 65584's 2050-vector
+       slices 4 and a fraction a thread over 8 CTAs of 256, where 256 x 9 over 4 ran), and so do few rows whose
+       clusters would then loop where the old cap's all ran at once (softmax 64 x 81920: 64 clusters of 4 x 256
+       x 10, against 49 of 8 x 256 x 5 for 64 rows: unmeasured). */
+    const int even = p->vec * a->min_row_elem_size >= 16 && p->vec >= 8 && nv % TN_MAX_CLUSTER == 0;
+    const int old_most = few && !(heavy && a->num_carried) ? TN_CLUSTER_FEW_BATCH
+                         : heavy_waves                        ? TN_REG_BATCH_LONG
+                                                              : TN_REG_BATCH_LONGER;
+    const int most = heavy && a->num_carried && even ? TN_REG_BATCH_LONG : old_most;
     const tn_plan_desc base = *p;
+    int batch = slice_batch(a, most);
     int cl = !forced && !few && !heavy ? cluster_pick_streamed(r, p, batch, 1) : 0;
     if (!cl) cl = cluster_pick(r, p, batch, heavy, few, must_carry);
+    if (cl && few && most != old_most && tn_plan_grid_loops(p)) {
+        tn_plan_desc q = base;
+        const int old_cl = cluster_pick(r, &q, slice_batch(a, old_most), heavy, few, must_carry);
+        if (old_cl && !tn_plan_grid_loops(&q)) *p = q, cl = old_cl, batch = slice_batch(a, old_most);
+    }
     /* Heavy rows under 8 waves that no split leaves 2 CTAs an SM (65584 columns: only clusters of 2 split them):
        streamed at one CTA an SM, one stage, the exps recomputed (tune, H200, bf16 softmax, 2026-12-04: 1000 x
        65584 77.3 us over 2 CTAs of 512 x 9, 76.2 at 256 x 17, against 96.3 for the tma-ws ring; 600 x 65584

@@ -476,6 +476,10 @@ static void test_decisions(tn_context *ctx) {
               p.threads_per_row == 256 && p.batch == 8 && p.carry && p.stages == 1 && p.ctas_per_sm == 2 &&
               tn_plan_grid_loops(&p),
           "softmax 64x131072: 8 CTAs of 256 x 8 at 2 an SM, clusters looping, streamed: %s", p.why);
+    few.cols = 81920; /* 8 vectors a thread would leave 49 clusters of 8 for 64 rows: 64 of 4 x 256 x 10 at once */
+    CHECK(tn_schedule(&few, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 4 &&
+              p.threads_per_row == 256 && p.batch == 10 && !tn_plan_grid_loops(&p),
+          "softmax 64x81920: 4 CTAs of 256 x 10, every row at once: %s", p.why);
     few.rows = 33;
     few.cols = 98304;
     /* 4-byte aligned rows of 32772 2-element vectors: 8 CTAs (the last slice shorter) of at most 16, carrying. */
@@ -491,6 +495,14 @@ static void test_decisions(tn_context *ctx) {
     CHECK(tn_schedule(&few, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 8 &&
               p.ctas_per_sm >= 2 && p.carry,
           "softmax 64x131072: 8 CTAs at 2 or more an SM: %s", p.why);
+    tn_fusion_destroy(f);
+    /* f32 rows keep 16 vectors a thread (64 elements, as bf16's 8): 8 CTAs of 128 x 16, streamed as they loop. */
+    tn_fusion_builtin(ctx, TN_BUILTIN_SOFTMAX, &of32, &f);
+    tn_analyze(f, &a);
+    few.cols = 65536;
+    CHECK(tn_schedule(&few, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 8 &&
+              p.threads_per_row == 128 && p.batch == 16 && p.carry && (p.stages == 1) == tn_plan_grid_loops(&p),
+          "softmax f32 64x65536: 8 CTAs of 128 x 16: %s", p.why);
     tn_fusion_destroy(f);
     /* rmsnorm rows one CTA's registers cannot hold: a cluster of 2 at 256 threads x 16 vectors (ahead of tma in
        tune); rows of 32768, which one CTA holds at one CTA an SM, stay in registers (no special functions). */
