@@ -630,13 +630,13 @@ int tn_schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int force
                                                               : TN_REG_BATCH_LONGER;
     const int most = heavy && a->num_carried && even ? TN_REG_BATCH_LONG : old_most;
     const tn_plan_desc base = *p;
-    int batch = slice_batch(a, most);
+    const int batch = slice_batch(a, most);
     int cl = !forced && !few && !heavy ? cluster_pick_streamed(r, p, batch, 1) : 0;
     if (!cl) cl = cluster_pick(r, p, batch, heavy, few, must_carry);
     if (cl && few && most != old_most && tn_plan_grid_loops(p)) {
         tn_plan_desc q = base;
         const int old_cl = cluster_pick(r, &q, slice_batch(a, old_most), heavy, few, must_carry);
-        if (old_cl && !tn_plan_grid_loops(&q)) *p = q, cl = old_cl, batch = slice_batch(a, old_most);
+        if (old_cl && !tn_plan_grid_loops(&q)) *p = q, cl = old_cl;
     }
     /* Heavy rows under 8 waves that no split leaves 2 CTAs an SM (65584 columns: only clusters of 2 split them):
        streamed at one CTA an SM, one stage, the exps recomputed (tune, H200, bf16 softmax, 2026-12-04: 1000 x
