@@ -623,12 +623,15 @@ int tn_schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int force
        against 39.8 (H200). Uneven slices keep the old cap (8 would leave softmax 1000 x 65584's 2050-vector
        slices 4 and a fraction a thread over 8 CTAs of 256, where 256 x 9 over 4 ran), and so do few rows whose
        clusters would then loop where the old cap's all ran at once (softmax 64 x 81920: 64 clusters of 4 x 256
-       x 10, against 49 of 8 x 256 x 5 for 64 rows: unmeasured). */
+       x 10, 10.35 us on the H100, against 49 of 8 x 256 x 5, 9.90 in tune: within the two harnesses' spread).
+       Where the driver places fewer of the narrower slices' clusters than the rows, api/plan.c asks for the
+       wider (wide_slices: softmax 33 x 131072, 33 clusters of 8 x 256 x 8 not all placed, 9.47 us over 8 x 128
+       x 16 on the H100, 14.44 over the clusters of 2 that halving them gave). */
     const int even = p->vec * a->min_row_elem_size >= 16 && p->vec >= 8 && nv % TN_MAX_CLUSTER == 0;
     const int old_most = few && !(heavy && a->num_carried) ? TN_CLUSTER_FEW_BATCH
                          : heavy_waves                        ? TN_REG_BATCH_LONG
                                                               : TN_REG_BATCH_LONGER;
-    const int most = heavy && a->num_carried && even ? TN_REG_BATCH_LONG : old_most;
+    const int most = heavy && a->num_carried && even && !r->wide_slices ? TN_REG_BATCH_LONG : old_most;
     const tn_plan_desc base = *p;
     const int batch = slice_batch(a, most);
     int cl = !forced && !few && !heavy ? cluster_pick_streamed(r, p, batch, 1) : 0;

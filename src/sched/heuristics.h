@@ -16,6 +16,8 @@ typedef struct tn_schedule_request {
     int max_cluster; /* 0, or the largest cluster a plan may take (the driver placed fewer clusters than planned) */
     int no_shared_slice; /* 1: pass over the shared slices (ptxas left their plan under TN_SHARED_SLICE_CTAS an SM) */
     int no_peel;         /* 1: no peeled register plan (the launch's tensors are not at one offset from 16 bytes) */
+    int wide_slices;     /* 1: heavy fusions keep the wider slices (more vectors a thread in smaller CTAs, so more
+                            clusters an SM): the driver placed fewer clusters of the narrower than their rows */
 } tn_schedule_request;
 
 /* Fills out; on failure returns 0 with the reason in err. The plan's why

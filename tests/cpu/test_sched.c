@@ -480,8 +480,23 @@ static void test_decisions(tn_context *ctx) {
     CHECK(tn_schedule(&few, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 4 &&
               p.threads_per_row == 256 && p.batch == 10 && !tn_plan_grid_loops(&p),
           "softmax 64x81920: 4 CTAs of 256 x 10, every row at once: %s", p.why);
+    /* Where the driver places fewer clusters than the rows (api/plan.c asks for wide_slices): softmax 33 x 131072
+       over 8 CTAs of 128 x 16 rather than 256 x 8 (H100: 9.47 us; 14.44 after halving the clusters twice). */
     few.rows = 33;
-    few.cols = 98304;
+    few.cols = 131072;
+    CHECK(tn_schedule(&few, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 8 &&
+              p.threads_per_row == 256 && p.batch == 8,
+          "softmax 33x131072: 8 CTAs of 256 x 8: %s", p.why);
+    few.wide_slices = 1;
+    CHECK(tn_schedule(&few, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 8 &&
+              p.threads_per_row == 128 && p.batch == 16 && p.carry && !p.l2_slice,
+          "softmax 33x131072, wide slices: 8 CTAs of 128 x 16 carrying: %s", p.why);
+    few.cols = 81920; /* already the wider slices: the same plan */
+    few.rows = 64;
+    CHECK(tn_schedule(&few, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 4 &&
+              p.threads_per_row == 256 && p.batch == 10,
+          "softmax 64x81920, wide slices: 4 CTAs of 256 x 10: %s", p.why);
+    few.wide_slices = 0;
     /* 4-byte aligned rows of 32772 2-element vectors: 8 CTAs (the last slice shorter) of at most 16, carrying. */
     few.rows = 1;
     few.cols = 65544;
