@@ -1061,7 +1061,7 @@ int main(int argc, char **argv) {
     /* The full tier in two halves that can run side by side: the shape grids, then fuzz and the rest. */
     int grid_only = !strcmp(mode, "--grid"), late = !strcmp(mode, "--late");
     int bad = *mode && !quick && !sanitize && !huge_only && !smoke && !grid_only && !late;
-    if (grid_only && argc == 4 && !strcmp(argv[2], "--shard")) {
+    if ((grid_only || smoke) && argc == 4 && !strcmp(argv[2], "--shard")) {
         char end;
         bad = sscanf(argv[3], "%d/%d%c", &g_shard, &g_shards, &end) != 2 || g_shards < 1 || g_shard < 0 ||
               g_shard >= g_shards;
@@ -1069,7 +1069,8 @@ int main(int argc, char **argv) {
         bad = 1;
     }
     if (bad) {
-        fprintf(stderr, "usage: test_gpu [--quick | --sanitize | --huge | --smoke | --grid [--shard K/N] | --late]\n");
+        fprintf(stderr, "usage: test_gpu [--quick | --sanitize | --huge | --smoke [--shard K/N] | --grid [--shard K/N] | "
+                        "--late]\n");
         return 2;
     }
     tn_context *ctx = NULL;
