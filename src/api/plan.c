@@ -291,8 +291,9 @@ static int clusters_short(const tn_plan *plan, const tn_variant *var, const tn_p
    doubles each CTA's special-function work, which costs more than the last
    rows' second round (H100, bf16 softmax: 64 x 81920 10.35 us over clusters
    of 4 in two rounds, 12.13 over 2; 33 x 131072 9.47 over 8 CTAs of 128 x
-   16, 14.44 over the 2 that halving twice gave); for the others, the plan
-   made under a cap of half that cluster size, twice at most. Each only if it
+   16, 14.44 over the 2 that halving twice gave; a non-portable cluster of
+   16 halves to 8 first); for the others, the plan made under a cap of half
+   that cluster size, twice at most. Each only if it
    is a cluster plan whose slices stay on chip (not l2_slice: every row read
    again from L2) and that spills no more. Where
    ptxas still spills after build_variant's recompiles (the scheduler's
@@ -324,24 +325,26 @@ static tn_status schedule_build(tn_plan *plan, tn_variant *var, build_for b, int
     }
     const int heavy = plan->an.special_evals >= 2;
     int wide = 0; /* the plan adopted is of the wider slices: later re-plans keep them */
-    for (int tries = 0; st == TN_STATUS_OK && kind < 0 && tries < (heavy ? 1 : 2) && clusters_short(plan, var, &desc);
+    for (int tries = 0; st == TN_STATUS_OK && kind < 0 && tries < 2 && !wide && clusters_short(plan, var, &desc);
          tries++) {
         char err[320];
         tn_schedule_request req = request(plan, b, -1, 0);
-        req.max_cluster = heavy ? max_cluster : desc.cluster / 2;
-        req.wide_slices = heavy;
+        /* Heavy fusions' non-portable clusters of 16 halve to the portable 8 first. */
+        const int widen = heavy && desc.cluster <= TN_MAX_CLUSTER;
+        req.max_cluster = widen ? max_cluster : desc.cluster / 2;
+        req.wide_slices = widen;
         tn_plan_desc next;
         tn_variant other;
         memset(&other, 0, sizeof other);
         if (!tn_schedule(&req, &next, err, sizeof err) || next.kind != TN_PLAN_CLUSTER || next.l2_slice ||
-            (heavy && next.batch <= desc.batch) || build_alternative(plan, &other, &next) != TN_STATUS_OK)
+            (widen && next.batch <= desc.batch) || build_alternative(plan, &other, &next) != TN_STATUS_OK)
             break;
         if (spill_bytes(&other) > spill_bytes(var)) {
             release_variant(plan->ctx, &other);
             break;
         }
         const long long placed = var->launches[0].grid / desc.cluster;
-        if (heavy)
+        if (widen)
             add_why(&other.desc, "; slices of %d vectors a thread passed over: the driver runs %lld of their "
                     "clusters at once, under the %lld rows", desc.batch, placed, (long long)rows);
         else

@@ -182,9 +182,17 @@ static int slice_batch(const tn_analysis *a, int most) {
    or more; past the portable 8 (sm_90's non-portable 16), slices of
    TN_CLUSTER_NONPORTABLE_MIN_SLICE and one CTA an SM for every row's cluster
    (a cluster of 16 needs 16 SMs of one GPC; the plan build takes clusters of 8
-   where the driver places too few). */
-static int few_rows_double(const tn_schedule_request *r, int cl, int64_t row_bytes) {
+   where the driver places too few). Heavy fusions (special functions in two
+   or more phases) double on to 16 at slices of
+   TN_CLUSTER_NONPORTABLE_HEAVY_MIN_SLICE and several CTAs an SM, as to 8:
+   the same warps in CTAs of half the threads (tune, H100,
+   bf16 softmax: 16 x 131072 5.58 us over 16 CTAs of 256 x 4 against 6.24
+   over 8 of 256 x 8; 33 x 98304 6.51 over 16 of 128 x 6 against 7.10 over 8
+   of 256 x 6; 33 x 131072 8.55-8.63 over 16, 9.1 over 8, the driver placing
+   every row's cluster). */
+static int few_rows_double(const tn_schedule_request *r, int cl, int64_t row_bytes, int heavy) {
     if (cl <= TN_MAX_CLUSTER) return row_bytes / cl >= TN_CLUSTER_MIN_SLICE;
+    if (heavy) return row_bytes / cl >= TN_CLUSTER_NONPORTABLE_HEAVY_MIN_SLICE;
     return row_bytes / cl >= TN_CLUSTER_NONPORTABLE_MIN_SLICE && r->rows * cl <= r->props->sm_count;
 }
 
@@ -213,7 +221,7 @@ static int cluster_pick(const tn_schedule_request *r, tn_plan_desc *p, int batch
     for (int c = 2; c <= TN_MAX_CLUSTER && !cl && !strict; c *= 2)
         if (cluster_fit(r, p, c, 64, 1)) cl = c, batch = 64;
     if (!cl) return 0;
-    while (few && 2 * cl <= tn_max_cluster(r->props->cc_major) && few_rows_double(r, 2 * cl, row_bytes)) {
+    while (few && 2 * cl <= tn_max_cluster(r->props->cc_major) && few_rows_double(r, 2 * cl, row_bytes, heavy)) {
         tn_plan_desc q = *p;
         /* Over a quarter of the SMs in rows, one CTA an SM at most (the driver placed 62 of 64 rows' clusters of
            4 or 8 at 2-5 an SM in rmsnorm's and layernorm's 64-row shapes: rmsnorm 64 x 65536 8.1-8.6 us, 7.35

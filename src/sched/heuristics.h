@@ -107,6 +107,11 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
    3.76 us over 16 CTAs of 32 KiB against 4.45 over 8 of 64 KiB; softmax 4.29
    against 5.51; at 16 KiB slices no gain: rmsnorm 8 x 131072 3.93 either way). */
 #define TN_CLUSTER_NONPORTABLE_MIN_SLICE (32 * 1024)
+/* ... and, for fusions of special functions in two or more phases, slices at
+   least this large, at several CTAs an SM (cluster.c, few_rows_double; the
+   smallest measured gain: softmax 33 x 98304's 12 KiB slices, 6.51 us over 16
+   CTAs of 128 x 6 against 7.10 over 8 of 256 x 6, H100; 8 KiB unmeasured). */
+#define TN_CLUSTER_NONPORTABLE_HEAVY_MIN_SLICE (12 * 1024)
 
 /* Register plan limits, exposed for the tests' invariants. */
 /* The fewest vectors a cluster thread is given to keep (slice_batch). */

@@ -464,12 +464,21 @@ static void test_decisions(tn_context *ctx) {
     }
     /* Few rows keep up to 24 vectors a thread, but softmax's even slices 8 at most, so its exps fit in registers
        beside them and every exp phase is short (tune: 8 CTAs of 256 x 6 7.16 us, 128 x 12 7.81, 4 of 128 x 24
-       9.3); more than 2 CTAs a cluster only at 2 CTAs an SM, few rows too (64 x 131072: 14.8 us over 8 CTAs at 3
+       9.3), and its slices of 12 KiB or more go on to non-portable clusters of 16 (H100: 6.51 over 16 of 128 x 6); more than 2 CTAs a cluster only at 2 CTAs an SM, few rows too (64 x 131072: 14.8 us over 8 CTAs at 3
        an SM, 20.5 over 4 at one); where the clusters loop over the rows, the next row streamed. */
     tn_schedule_request few = {&a, 33, 98304, 16, -1, &d};
-    CHECK(tn_schedule(&few, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 8 &&
-              p.threads_per_row == 256 && p.batch == 6 && p.carry && !p.stages,
-          "softmax 33x98304: 8 CTAs of 256 x 6 carrying exp: %s", p.why);
+    CHECK(tn_schedule(&few, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 16 &&
+              p.threads_per_row == 128 && p.batch == 6 && p.carry && !p.stages,
+          "softmax 33x98304: 16 CTAs of 128 x 6 carrying exp (12 KiB slices): %s", p.why);
+    few.rows = 16;
+    few.cols = 131072;
+    CHECK(tn_schedule(&few, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 16 &&
+              p.threads_per_row == 128 && p.batch == 8 && p.carry && !p.stages,
+          "softmax 16x131072: 16 CTAs of 128 x 8: %s", p.why);
+    few.rows = 33;
+    few.cols = 65536; /* 8 KiB slices: clusters of 8 */
+    CHECK(tn_schedule(&few, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 8,
+          "softmax 33x65536: 8 CTAs: %s", p.why);
     few.rows = 64;
     few.cols = 131072;
     CHECK(tn_schedule(&few, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 8 &&
