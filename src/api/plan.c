@@ -285,17 +285,8 @@ static int clusters_short(const tn_plan *plan, const tn_variant *var, const tn_p
 
 /* The scheduler's plan, built into var. Where the driver would not run all of
    a few-row cluster plan's clusters at once (the scheduler only estimates how
-   clusters pack into GPCs): for fusions of special functions in two or more
-   phases, the plan of wider slices (more vectors a thread in smaller CTAs,
-   more clusters an SM), else the plan as it is, since halving the cluster
-   doubles each CTA's special-function work, which costs more than the last
-   rows' second round (H100, bf16 softmax: 64 x 81920 10.35 us over clusters
-   of 4 in two rounds, 12.13 over 2; 33 x 131072 9.47 over 8 CTAs of 128 x
-   16, 14.44 over the 2 that halving twice gave; a non-portable cluster of
-   16 halves to 8 first); for the others, the plan made under a cap of half
-   that cluster size, twice at most. Each only if it
-   is a cluster plan whose slices stay on chip (not l2_slice: every row read
-   again from L2) and that spills no more. Where
+   clusters pack into GPCs), the plan the scheduler makes for that
+   (tn_schedule_short_clusters), twice at most, where it spills no more. Where
    ptxas still spills after build_variant's recompiles (the scheduler's
    register estimate fell short for this fusion: rmsnorm bf16 1000 x 57344, 52
    bytes at 255 registers in the register plan of 256 threads x 28 vectors),
@@ -323,28 +314,22 @@ static tn_status schedule_build(tn_plan *plan, tn_variant *var, build_for b, int
             add_why(&var->desc, "; clusters of %d passed over: the driver places none on this GPU", refused);
         }
     }
-    const int heavy = plan->an.special_evals >= 2;
     int wide = 0; /* the plan adopted is of the wider slices: later re-plans keep them */
-    for (int tries = 0; st == TN_STATUS_OK && kind < 0 && tries < 2 && !wide && clusters_short(plan, var, &desc);
-         tries++) {
-        char err[320];
+    for (int tries = 0; st == TN_STATUS_OK && kind < 0 && tries < 2 && clusters_short(plan, var, &desc); tries++) {
         tn_schedule_request req = request(plan, b, -1, 0);
-        /* Heavy fusions' non-portable clusters of 16 halve to the portable 8 first. */
-        const int widen = heavy && desc.cluster <= TN_MAX_CLUSTER;
-        req.max_cluster = widen ? max_cluster : desc.cluster / 2;
-        req.wide_slices = widen;
+        req.max_cluster = max_cluster;
+        req.wide_slices = wide;
         tn_plan_desc next;
         tn_variant other;
         memset(&other, 0, sizeof other);
-        if (!tn_schedule(&req, &next, err, sizeof err) || next.kind != TN_PLAN_CLUSTER || next.l2_slice ||
-            (widen && next.batch <= desc.batch) || build_alternative(plan, &other, &next) != TN_STATUS_OK)
+        if (!tn_schedule_short_clusters(&req, &desc, &next) || build_alternative(plan, &other, &next) != TN_STATUS_OK)
             break;
         if (spill_bytes(&other) > spill_bytes(var)) {
             release_variant(plan->ctx, &other);
             break;
         }
         const long long placed = var->launches[0].grid / desc.cluster;
-        if (widen)
+        if (req.wide_slices)
             add_why(&other.desc, "; slices of %d vectors a thread passed over: the driver runs %lld of their "
                     "clusters at once, under the %lld rows", desc.batch, placed, (long long)rows);
         else

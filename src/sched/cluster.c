@@ -135,7 +135,7 @@ static int64_t cluster_need(const tn_schedule_request *r, const tn_plan_desc *q)
    allow, as clusters pack into GPCs. The
    driver may still place fewer (tune, bf16: rmsnorm 64 x 65536 over 4 CTAs of
    128 x 16 at 3 an SM: 62 clusters, 8.6 us; 7.35 over 2): the plan is built
-   again with smaller clusters then (api/plan.c, clusters_short). */
+   again then (tn_schedule_short_clusters, from api/plan.c's clusters_short). */
 static int clusters_all_run(const tn_schedule_request *r, const tn_plan_desc *q, int64_t most) {
     const int64_t need = cluster_need(r, q);
     return need <= most && (need < 2 || (need + 1 <= slice_ctas_an_sm(r, q) &&
@@ -632,8 +632,8 @@ int tn_schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int force
        slices 4 and a fraction a thread over 8 CTAs of 256, where 256 x 9 over 4 ran), and so do few rows whose
        clusters would then loop where the old cap's all ran at once (softmax 64 x 81920: 64 clusters of 4 x 256
        x 10, 10.35 us on the H100, against 49 of 8 x 256 x 5, 9.90 in tune: within the two harnesses' spread).
-       Where the driver places fewer of the narrower slices' clusters than the rows, api/plan.c asks for the
-       wider (wide_slices: softmax 33 x 131072, 33 clusters of 8 x 256 x 8 not all placed, 9.47 us over 8 x 128
+       Where the driver places fewer of the narrower slices' clusters than the rows, tn_schedule_short_clusters
+       asks for the wider (wide_slices: softmax 33 x 131072, 33 clusters of 8 x 256 x 8 not all placed, 9.47 us over 8 x 128
        x 16 on the H100, 14.44 over the clusters of 2 that halving them gave). */
     const int even = p->vec * a->min_row_elem_size >= 16 && p->vec >= 8 && nv % TN_MAX_CLUSTER == 0;
     const int old_most = few && !(heavy && a->num_carried) ? TN_CLUSTER_FEW_BATCH
@@ -692,6 +692,26 @@ int tn_schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int force
         tn_why(p, "compiled for %d CTAs an SM: few rows, so more clusters at once", p->ctas_per_sm);
     tn_choose_carry(r, p);
     return 1;
+}
+
+/* Fusions of special functions in two or more phases take the plan of wider slices (more vectors a thread in
+   smaller CTAs, more clusters an SM), or keep p, since halving the cluster doubles each CTA's special-function
+   work, which costs more than the last rows' second round (H100, bf16 softmax: 64 x 81920 10.35 us over
+   clusters of 4 in two rounds, 12.13 over 2; 33 x 131072 9.47 over 8 CTAs of 128 x 16, 14.44 over the 2 that
+   halving twice gave); their non-portable clusters of 16 halve to 8 first. Other fusions take the plan under a
+   cap of half p's cluster (tune, H200, bf16: rmsnorm 64 x 65536 over 4 CTAs a row, 62 clusters placed, 8.1 us;
+   7.35 over 2). Either only as a cluster plan whose slices stay on chip (not l2_slice: every row read again
+   from L2). */
+int tn_schedule_short_clusters(tn_schedule_request *req, const tn_plan_desc *p, tn_plan_desc *next) {
+    char err[320];
+    if (req->wide_slices) return 0;
+    const int widen = req->analysis->special_evals >= 2 && p->cluster <= TN_MAX_CLUSTER;
+    if (widen)
+        req->wide_slices = 1;
+    else
+        req->max_cluster = p->cluster / 2;
+    return tn_schedule(req, next, err, sizeof err) && next->kind == TN_PLAN_CLUSTER && !next->l2_slice &&
+           (!widen || next->batch > p->batch);
 }
 
 int tn_check_cluster(const tn_plan_desc *p, const tn_analysis *a, const tn_device_props *d, char *err, size_t cap) {

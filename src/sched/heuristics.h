@@ -23,6 +23,10 @@ typedef struct tn_schedule_request {
 /* Fills out; on failure returns 0 with the reason in err. The plan's why
    says, for every kind preferred to the chosen one, why it was passed over. */
 int tn_schedule(const tn_schedule_request *req, tn_plan_desc *out, char *err, size_t err_cap);
+/* Where the driver places fewer of few-row cluster plan p's clusters than its rows (planned under *req), the
+   plan to build instead into next, *req changed to what it was planned under (later re-plans keep it); 0 where
+   p stays (cluster.c says which plan and why). */
+int tn_schedule_short_clusters(tn_schedule_request *req, const tn_plan_desc *p, tn_plan_desc *next);
 /* Every candidate plan of every kind for req (what `tmanorm tune` times); returns how many. */
 int tn_schedule_candidates(const tn_schedule_request *req, tn_plan_desc *out, int cap);
 /* A kind's own rules for a plan, after tn_plan_desc_check's common ones. */

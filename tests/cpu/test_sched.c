@@ -311,6 +311,13 @@ static void test_decisions(tn_context *ctx) {
     CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 2,
           "rmsnorm 33x81920 under a cap of 2: %d", p.cluster);
     req.max_cluster = 0;
+    {   /* The replan when the driver places too few (no special functions): half the cluster. */
+        tn_schedule_request shortr = req;
+        tn_plan_desc eight, next;
+        CHECK(tn_schedule(&shortr, &eight, err, sizeof err) && tn_schedule_short_clusters(&shortr, &eight, &next) &&
+                  shortr.max_cluster == 4 && !shortr.wide_slices && next.cluster == 4,
+              "rmsnorm 33x81920 driver-short: clusters of 4: %d", next.cluster);
+    }
     tn_fusion_destroy(f);
     tn_fusion_builtin(ctx, TN_BUILTIN_LAYERNORM, &o, &f);
     tn_analyze(f, &a);
@@ -464,7 +471,8 @@ static void test_decisions(tn_context *ctx) {
     }
     /* Few rows keep up to 24 vectors a thread, but softmax's even slices 8 at most, so its exps fit in registers
        beside them and every exp phase is short (tune: 8 CTAs of 256 x 6 7.16 us, 128 x 12 7.81, 4 of 128 x 24
-       9.3), and its slices of 12 KiB or more go on to non-portable clusters of 16 (H100: 6.51 over 16 of 128 x 6); more than 2 CTAs a cluster only at 2 CTAs an SM, few rows too (64 x 131072: 14.8 us over 8 CTAs at 3
+       9.3), and its slices of 12 KiB or more go on to non-portable clusters of 16 (H100: 6.51 over 16 of 128 x
+       6); more than 2 CTAs a cluster only at 2 CTAs an SM, few rows too (64 x 131072: 14.8 us over 8 CTAs at 3
        an SM, 20.5 over 4 at one); where the clusters loop over the rows, the next row streamed. */
     tn_schedule_request few = {&a, 33, 98304, 16, -1, &d};
     CHECK(tn_schedule(&few, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 16 &&
@@ -489,7 +497,7 @@ static void test_decisions(tn_context *ctx) {
     CHECK(tn_schedule(&few, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 4 &&
               p.threads_per_row == 256 && p.batch == 10 && !tn_plan_grid_loops(&p),
           "softmax 64x81920: 4 CTAs of 256 x 10, every row at once: %s", p.why);
-    /* Where the driver places fewer clusters than the rows (api/plan.c asks for wide_slices): softmax 33 x 131072
+    /* Where the driver places fewer clusters than the rows (tn_schedule_short_clusters): softmax 33 x 131072
        over 8 CTAs of 128 x 16 rather than 256 x 8 (H100: 9.47 us; 14.44 after halving the clusters twice). */
     few.rows = 33;
     few.cols = 131072;
@@ -500,6 +508,15 @@ static void test_decisions(tn_context *ctx) {
     CHECK(tn_schedule(&few, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 8 &&
               p.threads_per_row == 128 && p.batch == 16 && p.carry && !p.l2_slice,
           "softmax 33x131072, wide slices: 8 CTAs of 128 x 16 carrying: %s", p.why);
+    {   /* The replan api/plan.c asks for when the driver places too few: the wider slices, then none. */
+        tn_schedule_request shortr = few;
+        tn_plan_desc narrow, next;
+        shortr.wide_slices = 0;
+        CHECK(tn_schedule(&shortr, &narrow, err, sizeof err) && tn_schedule_short_clusters(&shortr, &narrow, &next) &&
+                  shortr.wide_slices && next.cluster == 8 && next.batch == 16 && !next.l2_slice,
+              "softmax 33x131072 driver-short: 8 CTAs of 128 x 16: %s", next.why);
+        CHECK(!tn_schedule_short_clusters(&shortr, &next, &narrow), "softmax 33x131072: no replan after the wide one");
+    }
     few.cols = 81920; /* already the wider slices: the same plan */
     few.rows = 64;
     CHECK(tn_schedule(&few, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 4 &&
