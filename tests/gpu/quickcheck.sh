@@ -8,7 +8,7 @@ cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >"$out/cmake.log" 2>&1 && cma
 export TN_TEST_OP=${TN_TEST_OP:-layernorm}
 for i in 0 1 2; do timeout 300 ./build-gpu/tests/test_gpu --grid --shard $i/3 >"$out/grid$i.log" 2>&1 & pids[$i]=$!; done
 timeout 300 ./build-gpu/tests/test_gpu --late >"$out/late.log" 2>&1 & late=$!
-timeout 300 compute-sanitizer --tool racecheck --error-exitcode 3 ./build-gpu/tests/test_gpu --smoke >"$out/race.log" 2>&1 & race=$!
+TN_TEST_RACECHECK=1 timeout 300 compute-sanitizer --tool racecheck --error-exitcode 3 ./build-gpu/tests/test_gpu --smoke >"$out/race.log" 2>&1 & race=$!
 for p in "${pids[@]}" $late $race; do wait $p; done
 for f in grid0 grid1 grid2 late race; do echo "$f: $(grep -E 'passed' $out/$f.log | tail -1)"; grep -E '^FAIL' $out/$f.log | head -8; done
 grep -E 'RACECHECK SUMMARY' "$out/race.log"

@@ -1055,6 +1055,7 @@ static void check_carry_fuzz(tn_context *ctx, int want) {
 
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "";
+    setvbuf(stdout, NULL, _IOLBF, 0); /* a killed run's log ends at the case it reached */
     g_only_op = getenv("TN_TEST_OP");
     int quick = !strcmp(mode, "--quick"), sanitize = !strcmp(mode, "--sanitize"), huge_only = !strcmp(mode, "--huge");
     int smoke = !strcmp(mode, "--smoke");
@@ -1112,8 +1113,15 @@ int main(int argc, char **argv) {
             check_pdl_chain(ctx, 8, 4096, 1);
             check_pdl_chain(ctx, 5, 40960, 1);
             check_pdl_chain(ctx, 3, 12289, 1);
-            check_pdl_chain(ctx, 512, 65536, 0); /* a cluster grid that loops: pdl 2 */
-            check_pdl_chain(ctx, 3, 524288, 1);  /* the scheduler's slices in L2: pdl 2, early_l2 */
+            /* Racecheck keeps host memory by the launch's bytes: the chain of 512 x 65536 took 129 GB and was
+               killed (2026-12-06). Under it (full.sh sets TN_TEST_RACECHECK) the two large chains are left to
+               synccheck's smoke run and to --late. */
+            if (getenv("TN_TEST_RACECHECK")) {
+                printf("SKIP the PDL chains of 512 x 65536 and 3 x 524288 under racecheck (its host memory)\n");
+            } else {
+                check_pdl_chain(ctx, 512, 65536, 0); /* a cluster grid that loops: pdl 2 */
+                check_pdl_chain(ctx, 3, 524288, 1);  /* the scheduler's slices in L2: pdl 2, early_l2 */
+            }
             run_late_trigger(ctx, 1);
         }
         goto report;

@@ -192,11 +192,16 @@ __device__ __forceinline__ void tn_cluster_start(unsigned long long *bars, int c
 // in rank order -- the same order in every CTA, so all get the same value.
 // The caller alternates two sets of slots and barriers between row groups: a
 // CTA can be at most one row group ahead of another (it needs the other's parts
-// of the group before), so a slot is never written while it is still read. No
-// cluster barrier at the end: a CTA's last wait is for every byte sent to it.
+// of the group before), so a slot is never written while it is still read:
+// between this CTA's reads of a group's slots and its next put, its warps meet
+// in tn_row_reduce's __syncthreads, and the lanes of a warp here (a row of 32
+// threads or fewer reduces by shuffles alone, which order no memory: racecheck
+// saw the put two groups on race the reads, 2026-12-06). No cluster barrier at
+// the end: a CTA's last wait is for every byte sent to it.
 template <int CL, int OP, typename X, typename SLOT>
 __device__ __forceinline__ X tn_cluster_reduce(X v, SLOT slots, unsigned long long *bar, unsigned parity, int tr,
                                                unsigned rank, bool &joined) {
+    __syncwarp();
     if (!joined) {
         tn_cluster_wait();  // every CTA's barriers are set up
         joined = true;
