@@ -243,7 +243,26 @@ static int cluster_pick(const tn_schedule_request *r, tn_plan_desc *p, int batch
     return cl;
 }
 
-/* Rows one CTA's registers hold, but fewer than a quarter of the SMs: spread
+/* Whether rows over a quarter of the SMs that one CTA holds spread over clusters: where the bytes that the
+   SMs one CTA a row leaves idle would take over (the row's bytes moved, times the idle share of the SMs)
+   exceed TN_CLUSTER_SPREAD_IDLE_BYTES, or the fusion's heavy rows would otherwise take clusters at 2 CTAs an
+   SM (heavy_waves: softmax 57 x 24576 3.90 us over 4 CTAs of 128, 4.19 over 2 of 256; f32 40 x 12288 3.24,
+   3.45). A/B on the H100, one CTA of 512 a row (or 256 where 512 leave a ragged slice) against the clusters,
+   bf16 (bench/ab/few-register and spread-many-94cc14d, 2026-12-06), in KiB taken over: rmsnorm 34 x 10240
+   (30) 2.02 us against 2.43, 50 x 12288 (30) 2.22 against 2.72, 57 x 24576 (54) 3.45 against 4.04, 64 x 20480
+   (41) 3.28 against 3.65; layernorm 34 x 10240 2.18 against 2.72, 48 x 14336 2.71 against 3.17, 64 x 20480
+   4.22 against 4.45; softmax 50 x 12288 2.56 against 3.07, 64 x 16384 3.16 against 3.54; add_rmsnorm 64 x
+   12288 (49) 3.71 against 4.70, 64 x 16384 (66) 4.41 against 4.90; spread: add_rmsnorm 48 x 14336 (71) 3.62
+   against 3.94, 40 x 16384 (89) 3.54 against 3.82, 64 x 20480 (82) even. Against the rule: layernorm 40 x
+   20480 (56) 3.41 over clusters, 3.89 in one CTA; 40 x 16384 3.09, 3.23. On the H200 (tune, 2026-12-04):
+   rmsnorm 64 x 16384 3.13 in one CTA, 3.39; softmax 64 x 16384 3.68, 3.64; add_rmsnorm 64 x 32768 (132) 7.33
+   over clusters, 8.38. */
+static int many_rows_spread(const tn_schedule_request *r, int heavy_waves) {
+    const int64_t sms = r->props->sm_count, idle = sms > r->rows ? sms - r->rows : 0;
+    return heavy_waves || r->cols * r->analysis->row_elem_bytes * idle / sms > TN_CLUSTER_SPREAD_IDLE_BYTES;
+}
+
+/* Rows one CTA's registers hold, but fewer than half the SMs: spread
    over up to 8 CTAs each (slices of over 2 KiB: rows over
    TN_CLUSTER_SHORT_ROW_BYTES), every CTA at once, at most 4 an SM, and, for
    heavy fusions, 2 or more an SM where the cluster has more than 2 CTAs (as
@@ -257,12 +276,12 @@ static int cluster_pick(const tn_schedule_request *r, tn_plan_desc *p, int batch
    (4.23 at 256 x 2); softmax 1 x 16384 1.91 and 33 x 24576 3.43 (best
    candidates 1.91, 3.36); rmsnorm 1 x 12288 1.57 over 8 slices of 3 KiB,
    1.61 over 4. Rows of 16 KiB or less stay in one CTA (rmsnorm 1 x 8192 1.46
-   us, 1.41 over 4 CTAs; 64 x 8192 2.27, 2.39), and so do 34 rows and more,
-   which the register plan already spreads (rmsnorm 64 x 16384 3.42 us, 3.45
-   over 8 CTAs; 132 x 20480 5.12, 5.77 over 2; layernorm 100 x 16384 over 4
-   CTAs of 256 x 2: the driver ran 92 clusters, 5.89 us). 0 (p untouched)
-   where no cluster splits the row's vectors under those limits. */
-static int spread_short_rows(const tn_schedule_request *r, tn_plan_desc *p) {
+   us, 1.41 over 4 CTAs; 64 x 8192 2.27, 2.39). Rows over a quarter of the
+   SMs (up to half: more, and the register plan has most SMs busy already) take
+   slices of TN_CLUSTER_MIN_SLICE or more at most 2 CTAs an SM, and only where
+   many_rows_spread says. 0 (p untouched) where no cluster splits the row's
+   vectors under those limits. */
+static int spread_short_rows(const tn_schedule_request *r, tn_plan_desc *p, int heavy_waves) {
     const tn_device_props *d = r->props;
     const tn_analysis *a = r->analysis;
     const int64_t nv = r->cols / p->vec, row_bytes = r->cols * a->buffer_elem_bytes;
@@ -270,6 +289,7 @@ static int spread_short_rows(const tn_schedule_request *r, tn_plan_desc *p) {
     /* Over a quarter of the SMs in rows: every SM already has most of a row, so
        slices of at least TN_CLUSTER_MIN_SLICE, at most 2 CTAs an SM. */
     const int many = r->rows * 4 > d->sm_count;
+    if (many && !many_rows_spread(r, heavy_waves)) return 0;
     for (int cl = TN_MAX_CLUSTER; cl >= 2; cl /= 2) {
         if (many && row_bytes / cl < TN_CLUSTER_MIN_SLICE) continue;
         int t = 128;
@@ -603,10 +623,14 @@ int tn_schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int force
                p->vec * a->min_row_elem_size);
     if (!forced && one_cta && row_bytes > TN_CLUSTER_SHORT_ROW_BYTES &&
         (r->rows * 4 <= d->sm_count ? row_bytes < TN_CLUSTER_FEW_ROW_BYTES : r->rows * 2 <= d->sm_count) &&
-        spread_short_rows(r, p))
+        spread_short_rows(r, p, heavy_waves))
         return 1;
     if (!forced && !few && one_cta && r->rows * 4 > d->sm_count && pair_for_levels(r, &reg, p)) return 1;
     if (!forced && !few && !heavy_waves) {
+        if (one_cta && r->rows * 2 <= d->sm_count && r->rows * 4 > d->sm_count && !many_rows_spread(r, 0))
+            REJECT("the register plan holds the row (%lld bytes) in one CTA, and %lld rows leave too few bytes a row "
+                   "to the idle SMs (at most %d) to pay for a cluster's exchange", (long long)row_bytes,
+                   (long long)r->rows, TN_CLUSTER_SPREAD_IDLE_BYTES);
         if (one_cta && r->rows * 4 > d->sm_count)
             REJECT("the register plan holds the row (%lld bytes) in one CTA and %lld rows keep the SMs busy",
                    (long long)row_bytes, (long long)r->rows);

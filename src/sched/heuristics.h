@@ -92,6 +92,11 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
    fewer rows than a quarter of the SMs, above this many bytes and under
    TN_CLUSTER_FEW_ROW_BYTES (see spread_short_rows). */
 #define TN_CLUSTER_SHORT_ROW_BYTES (16 * 1024)
+/* Rows over a quarter of the SMs (up to half) are spread over clusters only where the bytes the idle SMs
+   would take over exceed this many a row: its ROW inputs read and outputs written (the COL ones stay in L2),
+   times the share of the SMs that one CTA a row leaves idle. Below it the cluster's exchange costs more than
+   those SMs save (see spread_short_rows). */
+#define TN_CLUSTER_SPREAD_IDLE_BYTES (68 * 1024)
 /* Vectors a thread of a cluster plan keeps for few rows (16 for many): with
    every row already on its own SMs, fewer threads holding more each reduce
    faster (tune, softmax 33 x 98304 bf16: 128 threads x 24 over 4 CTAs

@@ -223,14 +223,16 @@ static void test_decisions(tn_context *ctx) {
     }
     /* Under a quarter of the SMs of rows over 16 KiB that one CTA would hold: spread over a cluster at two vectors
        a thread (1 x 16384: 8 CTAs of 128 x 2; 33 x 24576: 384 vectors a CTA, 256 x 2 with a quarter of the lanes
-       idle, as rmsnorm has one reduction; layernorm's two take 128 x 3, below); up to half the SMs in rows,
-       slices of 8 KiB or more at up to two CTAs an SM (64 x 16384: 4 CTAs of 256 x 2; 34 x 24576: 2 of 512 x 3,
-       as 4 would need 2 CTAs an SM and leave none to spare; 64 x 12288: 2 of 512 x 2); rows of 16 KiB, and 67
-       rows, stay in the register plan. */
+       idle, as rmsnorm has one reduction; layernorm's two take 128 x 3, below); up to half the SMs in rows whose
+       bytes the idle SMs would take over exceed TN_CLUSTER_SPREAD_IDLE_BYTES, slices of 8 KiB or more at up to
+       two CTAs an SM (64 x 36864, 74 KiB: 2 CTAs of 512 x 5; 40 x 40960, 111 KiB, alike; 34 x 24576, 71 KiB: 2
+       of 512 x 3, as 4 would need 2 CTAs an SM and leave none to spare), and the rest stay in one CTA (64 x
+       16384 at 33 KiB, 64 x 12288, 64 x 32768 at 66); rows of 16 KiB, and 67 rows, stay in the register plan. */
     const struct { int64_t rows, cols; int cluster, t, batch; } spread[] = {
-        {1, 16384, 8, 128, 2},  {8, 16384, 8, 128, 2},  {33, 24576, 8, 256, 2}, {1, 12288, 8, 128, 2},
-        {1, 8192, 1, 0, 0},     {64, 16384, 4, 256, 2}, {34, 24576, 2, 512, 3}, {64, 12288, 2, 512, 2},
-        {64, 8192, 1, 0, 0},    {67, 16384, 1, 0, 0}};
+        {1, 16384, 8, 128, 2}, {8, 16384, 8, 128, 2},  {33, 24576, 8, 256, 2}, {1, 12288, 8, 128, 2},
+        {1, 8192, 1, 0, 0},    {64, 16384, 1, 0, 0},   {34, 24576, 2, 512, 3},   {64, 12288, 1, 0, 0},
+        {64, 32768, 1, 0, 0},  {64, 36864, 2, 512, 5}, {40, 40960, 2, 512, 5}, {64, 8192, 1, 0, 0},
+        {67, 16384, 1, 0, 0}};
     for (size_t i = 0; i < sizeof spread / sizeof spread[0]; i++) {
         req.rows = spread[i].rows;
         req.cols = spread[i].cols;
