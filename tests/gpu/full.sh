@@ -26,9 +26,10 @@ timeout "$lim" ./build-gpu/tests/test_gpu --late >"$out/gpu_late.log" 2>&1 & lat
 PYTHONUNBUFFERED=1 TMANORM_LIB=build-gpu/libtmanorm.so timeout "$lim" python3 tests/gpu/test_torch.py --sanitize >"$out/torch.log" 2>&1 & torch=$!
 # The torch ops' API with what --sanitize leaves out (torch.compile, CUDA graphs, 1000 row counts).
 PYTHONUNBUFFERED=1 TMANORM_LIB=build-gpu/libtmanorm.so timeout "$lim" python3 tests/gpu/test_torch.py --api >"$out/torch_api.log" 2>&1 & torch_api=$!
-# The sanitizers side by side, racecheck (the slowest: 288 of the 333 smoke cases in 400 s, 2026-12-06) in two
+# The sanitizers side by side, racecheck (the slowest: about 155 s a shard on the H100, 2026-12-06) in two
 # shards of the smoke cases (run_case's; the chains and checks outside it run in each), without the two large
-# PDL chains (TN_TEST_RACECHECK: racecheck's host memory went past 128 GB on the chain of 512 x 65536).
+# PDL chains (TN_TEST_RACECHECK: racecheck's host memory went past 128 GB on the chain of 512 x 65536 and the
+# OOM killer took test_gpu).
 san() {
   local name=$1 tool=$2; shift 2
   timeout "$lim" compute-sanitizer --tool "$tool" --error-exitcode 3 --print-limit 20 ./build-gpu/tests/test_gpu "$@" >"$out/san_$name.log" 2>&1
