@@ -569,9 +569,10 @@ static void check_ptx(tn_context *ctx, const char *kind, int rows, int cols) {
                   strstr(ptx, "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32") &&
                   strstr(ptx, "mbarrier.arrive.expect_tx") && strstr(ptx, "mbarrier.try_wait.parity") &&
                   strstr(ptx, "barrier.cluster.arrive.release") && strstr(ptx, "barrier.cluster.wait.acquire") &&
-                  strstr(ptx, "%cluster_ctarank"),
-              "cluster %dx%d: no mapa / st.async onto an mbarrier / its wait / cluster barrier / rank in the PTX", rows,
-              cols);
+                  strstr(ptx, "%cluster_ctarank") && strstr(ptx, "bar.warp.sync"),
+              "cluster %dx%d: no mapa / st.async onto an mbarrier / its wait / cluster barrier / rank / the lanes' "
+              "meeting before a put (bar.warp.sync: a CTA of one warp orders its reads of the slots before the "
+              "next put only so) in the PTX", rows, cols);
     if (!strcmp(kind, "tma-ws")) {
         char dec[64], inc[64];
         snprintf(dec, sizeof dec, "setmaxnreg.dec.sync.aligned.u32 %d;", producer);
