@@ -250,16 +250,21 @@ static int cluster_pick(const tn_schedule_request *r, tn_plan_desc *p, int batch
    3.45). A/B on the H100, one CTA of 512 a row (or 256 where 512 leave a ragged slice) against the clusters,
    bf16 (bench/ab/few-register and spread-many-94cc14d, 2026-12-06), in KiB taken over: rmsnorm 34 x 10240
    (30) 2.02 us against 2.43, 50 x 12288 (30) 2.22 against 2.72, 57 x 24576 (54) 3.45 against 4.04, 64 x 20480
-   (41) 3.28 against 3.65; layernorm 34 x 10240 2.18 against 2.72, 48 x 14336 2.71 against 3.17, 64 x 20480
-   4.22 against 4.45; softmax 50 x 12288 2.56 against 3.07, 64 x 16384 3.16 against 3.54; add_rmsnorm 64 x
-   12288 (49) 3.71 against 4.70, 64 x 16384 (66) 4.41 against 4.90; spread: add_rmsnorm 48 x 14336 (71) 3.62
-   against 3.94, 40 x 16384 (89) 3.54 against 3.82, 64 x 20480 (82) even. Against the rule: layernorm 40 x
-   20480 (56) 3.41 over clusters, 3.89 in one CTA; 40 x 16384 3.09, 3.23. On the H200 (tune, 2026-12-04):
-   rmsnorm 64 x 16384 3.13 in one CTA, 3.39; softmax 64 x 16384 3.68, 3.64; add_rmsnorm 64 x 32768 (132) 7.33
-   over clusters, 8.38. */
+   (41) 3.28 against 3.65; softmax 50 x 12288 2.56 against 3.07, 64 x 16384 3.16 against 3.54, 40 x 16384 (45)
+   2.91 against 3.09; add_rmsnorm 64 x 12288 (49) 3.71 against 4.70, 64 x 16384 (66) 4.41 against 4.90;
+   spread: add_rmsnorm 48 x 14336 (71) 3.62 against 3.94, 40 x 16384 (89) 3.54 against 3.82, 64 x 20480 (82)
+   even; against the rule, softmax 40 x 20480 (56) 3.35 over clusters, 3.44 in one CTA. Fusions of two or more
+   levels without special functions in two phases (layernorm) from TN_CLUSTER_SPREAD_IDLE_BYTES_LEVELS: in one
+   CTA at 34 x 10240 (30) 2.18 against 2.72, 48 x 14336 (36) 2.71 against 3.17, 64 x 20480 (41) 4.22 against
+   4.45; over clusters at 40 x 16384 (45) 3.09 against 3.23, 57 x 24576 (54) 4.18 against 4.25-4.35, 40 x
+   20480 (56) 3.41 against 3.89. On the H200 (tune, 2026-12-04): rmsnorm 64 x 16384 3.13 in one CTA, 3.39;
+   softmax 64 x 16384 3.68, 3.64; add_rmsnorm 64 x 32768 (132) 7.33 over clusters, 8.38. */
 static int many_rows_spread(const tn_schedule_request *r, int heavy_waves) {
+    const tn_analysis *a = r->analysis;
     const int64_t sms = r->props->sm_count, idle = sms > r->rows ? sms - r->rows : 0;
-    return heavy_waves || r->cols * r->analysis->row_elem_bytes * idle / sms > TN_CLUSTER_SPREAD_IDLE_BYTES;
+    const int64_t least = a->num_levels >= 2 && a->special_evals < 2 ? TN_CLUSTER_SPREAD_IDLE_BYTES_LEVELS
+                                                                       : TN_CLUSTER_SPREAD_IDLE_BYTES;
+    return heavy_waves || r->cols * a->row_elem_bytes * idle / sms > least;
 }
 
 /* Rows one CTA's registers hold, but fewer than half the SMs: spread
@@ -621,16 +626,17 @@ int tn_schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int force
         REJECT("the register plan holds the row in %d-byte vectors from each row's first 16-byte boundary (peel); a "
                "cluster would take it in %d-byte accesses", reg.vec * a->min_row_elem_size,
                p->vec * a->min_row_elem_size);
+    /* Over a quarter of the SMs in rows, two levels' pair plan before the spread (H100, layernorm 66 x 28672:
+       5.04 us over the pair's clusters of 2 x 256, 5.59-5.63 spread over 4 x 128). */
+    if (!forced && !few && one_cta && r->rows * 4 > d->sm_count && pair_for_levels(r, &reg, p)) return 1;
     if (!forced && one_cta && row_bytes > TN_CLUSTER_SHORT_ROW_BYTES &&
         (r->rows * 4 <= d->sm_count ? row_bytes < TN_CLUSTER_FEW_ROW_BYTES : r->rows * 2 <= d->sm_count) &&
         spread_short_rows(r, p, heavy_waves))
         return 1;
-    if (!forced && !few && one_cta && r->rows * 4 > d->sm_count && pair_for_levels(r, &reg, p)) return 1;
     if (!forced && !few && !heavy_waves) {
         if (one_cta && r->rows * 2 <= d->sm_count && r->rows * 4 > d->sm_count && !many_rows_spread(r, 0))
             REJECT("the register plan holds the row (%lld bytes) in one CTA, and %lld rows leave too few bytes a row "
-                   "to the idle SMs (at most %d) to pay for a cluster's exchange", (long long)row_bytes,
-                   (long long)r->rows, TN_CLUSTER_SPREAD_IDLE_BYTES);
+                   "to the idle SMs to pay for a cluster's exchange", (long long)row_bytes, (long long)r->rows);
         if (one_cta && r->rows * 4 > d->sm_count)
             REJECT("the register plan holds the row (%lld bytes) in one CTA and %lld rows keep the SMs busy",
                    (long long)row_bytes, (long long)r->rows);

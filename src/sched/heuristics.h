@@ -97,6 +97,9 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
    times the share of the SMs that one CTA a row leaves idle. Below it the cluster's exchange costs more than
    those SMs save (see spread_short_rows). */
 #define TN_CLUSTER_SPREAD_IDLE_BYTES (68 * 1024)
+/* The same for fusions of two or more reduction levels without special functions in two phases (layernorm):
+   each level's reduction idles the register plan's one CTA an SM, so clusters pay from fewer bytes. */
+#define TN_CLUSTER_SPREAD_IDLE_BYTES_LEVELS (44 * 1024)
 /* Vectors a thread of a cluster plan keeps for few rows (16 for many): with
    every row already on its own SMs, fewer threads holding more each reduce
    faster (tune, softmax 33 x 98304 bf16: 128 threads x 24 over 4 CTAs

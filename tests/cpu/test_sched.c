@@ -328,6 +328,19 @@ static void test_decisions(tn_context *ctx) {
     CHECK(a.num_levels == 2 && tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER &&
               p.cluster == 8 && p.threads_per_row == 128 && p.batch == 3,
           "layernorm 33x24576: 8 CTAs of 128 x 3: %s", p.why);
+    /* Its two levels spread over clusters from TN_CLUSTER_SPREAD_IDLE_BYTES_LEVELS taken over by the idle SMs,
+       where rmsnorm's one level needs TN_CLUSTER_SPREAD_IDLE_BYTES: 40 x 20480 (56 KiB) over clusters, 64 x
+       20480 (41) and 48 x 14336 (36) in one CTA a row. */
+    const struct { int64_t rows, cols; int cluster; } levels[] = {{40, 20480, 4}, {40, 16384, 4}, {57, 24576, 4},
+                                                                  {64, 20480, 1}, {48, 14336, 1}, {40, 12288, 1}};
+    for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++) {
+        req.rows = levels[i].rows;
+        req.cols = levels[i].cols;
+        CHECK(tn_schedule(&req, &p, err, sizeof err) && p.cluster == levels[i].cluster &&
+                  p.kind == (levels[i].cluster > 1 ? TN_PLAN_CLUSTER : TN_PLAN_REGISTER),
+              "layernorm %lldx%lld: clusters of %d, got %d: %s", (long long)req.rows, (long long)req.cols,
+              levels[i].cluster, p.cluster, p.why);
+    }
     /* Several waves of rows that leave room for 2 CTAs an SM are compiled for 2 (ptxas took 141 registers for
        256 x 10 unbound: one CTA an SM); rows of 4096 (9 CTAs an SM by registers) are left to ptxas. */
     req.rows = 2000;
