@@ -634,7 +634,8 @@ int tn_schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int force
         spread_short_rows(r, p, heavy_waves))
         return 1;
     if (!forced && !few && !heavy_waves) {
-        if (one_cta && r->rows * 2 <= d->sm_count && r->rows * 4 > d->sm_count && !many_rows_spread(r, 0))
+        if (one_cta && row_bytes > TN_CLUSTER_SHORT_ROW_BYTES && r->rows * 2 <= d->sm_count &&
+            r->rows * 4 > d->sm_count && !many_rows_spread(r, 0))
             REJECT("the register plan holds the row (%lld bytes) in one CTA, and %lld rows leave too few bytes a row "
                    "to the idle SMs to pay for a cluster's exchange", (long long)row_bytes, (long long)r->rows);
         if (one_cta && r->rows * 4 > d->sm_count)

@@ -592,6 +592,31 @@ static void check_ptx(tn_context *ctx, const char *kind, int rows, int cols) {
     tn_fusion_destroy(f);
 }
 
+/* tune's cluster candidate of one-warp CTAs (2 x 32 threads over rmsnorm 20000 x 1024, which run_late_trigger
+   times on the GPU): replayed, its PTX meets the warp's lanes (bar.warp.sync) before the exchange's first put
+   (st.async). Shuffles alone order no memory: without the meeting the put two row groups on raced the lanes'
+   reads of the same slots (racecheck, H100, 2026-12-06). */
+static void check_one_warp_cluster(tn_context *ctx) {
+    static tn_plan_desc c[1024];
+    tn_fusion *f = NULL;
+    const int n = candidates_of(ctx, TN_BUILTIN_RMSNORM, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 20000, 1024,
+                                &f, c);
+    int k = 0;
+    while (k < n && !(c[k].kind == TN_PLAN_CLUSTER && c[k].block_threads == 32)) k++;
+    CHECK(k < n, "rmsnorm 20000x1024: no cluster candidate of one-warp CTAs among %d", n);
+    tn_plan *plan = k < n ? replay_candidate(ctx, f, 20000, 1024, &c[k], "one-warp cluster") : NULL;
+    if (plan) {
+        char *src = test_describe(plan, TN_DESCRIBE_SOURCE), *ptx = ptx_of(src);
+        const char *meet = strstr(ptx, "bar.warp.sync"), *put = strstr(ptx, "st.async");
+        CHECK(meet && put && meet < put, "one-warp cluster: the PTX's first bar.warp.sync (%s) is not before its "
+              "first st.async (%s)", meet ? "found" : "none", put ? "found" : "none");
+        free(ptx);
+        free(src);
+        tn_plan_destroy(plan);
+    }
+    tn_fusion_destroy(f);
+}
+
 void test_compile(void) {
     tn_context *ctx = test_context();
     static const int64_t rows[] = {1, 8, 64, 512, 4096, 16384, 65536};
@@ -759,6 +784,7 @@ void test_compile(void) {
     check_ptx(ctx, "tma", 4096, 8192);
     check_ptx(ctx, "tma-ws", 16384, 4096);
     check_ptx(ctx, "cluster", 4096, 65536);
+    check_one_warp_cluster(ctx);
     printf("compile: %d plans, %d distinct kernels compiled, %d cache hits\n", plans, ctx->cache.misses, ctx->cache.hits);
     CHECK(ctx->cache.hits > 0, "the cache never hit");
 

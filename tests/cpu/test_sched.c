@@ -331,15 +331,20 @@ static void test_decisions(tn_context *ctx) {
     /* Its two levels spread over clusters from TN_CLUSTER_SPREAD_IDLE_BYTES_LEVELS taken over by the idle SMs,
        where rmsnorm's one level needs TN_CLUSTER_SPREAD_IDLE_BYTES: 40 x 20480 (56 KiB) over clusters, 64 x
        20480 (41) and 48 x 14336 (36) in one CTA a row. */
-    const struct { int64_t rows, cols; int cluster; } levels[] = {{40, 20480, 4}, {40, 16384, 4}, {57, 24576, 4},
-                                                                  {64, 20480, 1}, {48, 14336, 1}, {40, 12288, 1}};
+    /* Rows whose register plan runs one CTA an SM (28672 columns) take the two-level pair plan before the spread
+       (clusters of 2 x 256: 66 x 28672 5.04 us, 5.59 spread over 4 x 128). */
+    const struct { int64_t rows, cols; int cluster, t; } levels[] = {
+        {40, 20480, 4, 128}, {40, 16384, 4, 128}, {57, 24576, 4, 128}, {64, 20480, 1, 512},
+        {48, 14336, 1, 256}, {40, 12288, 1, 512}, {66, 28672, 2, 256}};
     for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++) {
         req.rows = levels[i].rows;
         req.cols = levels[i].cols;
         CHECK(tn_schedule(&req, &p, err, sizeof err) && p.cluster == levels[i].cluster &&
-                  p.kind == (levels[i].cluster > 1 ? TN_PLAN_CLUSTER : TN_PLAN_REGISTER),
-              "layernorm %lldx%lld: clusters of %d, got %d: %s", (long long)req.rows, (long long)req.cols,
-              levels[i].cluster, p.cluster, p.why);
+                  p.threads_per_row == levels[i].t &&
+                  p.kind == (levels[i].cluster > 1 ? TN_PLAN_CLUSTER : TN_PLAN_REGISTER) &&
+                  (levels[i].cluster != 2 || strstr(p.why, "reduction levels")),
+              "layernorm %lldx%lld: clusters of %d x %d, got %d x %d: %s", (long long)req.rows, (long long)req.cols,
+              levels[i].cluster, levels[i].t, p.cluster, p.threads_per_row, p.why);
     }
     /* Several waves of rows that leave room for 2 CTAs an SM are compiled for 2 (ptxas took 141 registers for
        256 x 10 unbound: one CTA an SM); rows of 4096 (9 CTAs an SM by registers) are left to ptxas. */
@@ -412,6 +417,18 @@ static void test_decisions(tn_context *ctx) {
     CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.shared_slice &&
               p.threads_per_row == 256 && p.batch == 17 && p.ctas_per_sm == 3,
           "softmax 4096x65584: shared slices of 256 x 17 at 3 an SM: %s", p.why);
+    /* 34-66 rows one CTA holds that the idle SMs would take too few bytes of to spread: heavy rows the tma plans
+       would stream (heavy_waves) spread over clusters of 4 x 128 still (57 x 24576: 3.90 us, 4.19 over the
+       2 x 256 that heavy_waves's own clusters take), lighter ones stay in one CTA (softmax 50 x 12288). */
+    sm.rows = 57;
+    sm.cols = 24576;
+    CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 4 &&
+              p.threads_per_row == 128 && strstr(p.why, "leave SMs idle"),
+          "softmax 57x24576: spread over 4 CTAs of 128: %d x %d: %s", p.cluster, p.threads_per_row, p.why);
+    sm.rows = 50;
+    sm.cols = 12288;
+    CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_REGISTER, "softmax 50x12288: register: %s",
+          p.why);
     sm.rows = 1000; /* 2000 CTAs: under 8 waves */
     sm.cols = 65536;
     CHECK(tn_schedule(&sm, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && !p.shared_slice && p.carry &&
