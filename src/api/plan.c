@@ -301,24 +301,21 @@ static tn_status schedule_build(tn_plan *plan, tn_variant *var, build_for b, int
     char last[512];
     snprintf(last, sizeof last, "%s", tn_error_text(plan->ctx));
     if (st == TN_STATUS_OK) st = build_variant(plan, var, &desc);
-    int max_cluster = 0;
+    /* The limits the plan adopted was made under (max_cluster, wide_slices): every later re-plan keeps them. */
+    tn_schedule_request adopted = request(plan, b, -1, 0);
     /* A non-portable cluster (few long rows over 16 CTAs) that the driver places nowhere on this GPU (no GPC of
        16 free SMs): the plan made within the portable size. */
     if (st == TN_STATUS_UNSUPPORTED && kind < 0 && desc.kind == TN_PLAN_CLUSTER && desc.cluster > TN_MAX_CLUSTER) {
         char err[320];
         const int refused = desc.cluster;
-        tn_schedule_request req = request(plan, b, -1, 0);
-        req.max_cluster = max_cluster = TN_MAX_CLUSTER;
-        if (tn_schedule(&req, &desc, err, sizeof err) && (st = build_variant(plan, var, &desc)) == TN_STATUS_OK) {
+        adopted.max_cluster = TN_MAX_CLUSTER;
+        if (tn_schedule(&adopted, &desc, err, sizeof err) && (st = build_variant(plan, var, &desc)) == TN_STATUS_OK) {
             tn_set_error(plan->ctx, TN_STATUS_OK, "%s", last);
             add_why(&var->desc, "; clusters of %d passed over: the driver places none on this GPU", refused);
         }
     }
-    int wide = 0; /* the plan adopted is of the wider slices: later re-plans keep them */
     for (int tries = 0; st == TN_STATUS_OK && kind < 0 && tries < 2 && clusters_short(plan, var, &desc); tries++) {
-        tn_schedule_request req = request(plan, b, -1, 0);
-        req.max_cluster = max_cluster;
-        req.wide_slices = wide;
+        tn_schedule_request req = adopted;
         tn_plan_desc next;
         tn_variant other;
         memset(&other, 0, sizeof other);
@@ -337,8 +334,7 @@ static tn_status schedule_build(tn_plan *plan, tn_variant *var, build_for b, int
                     desc.cluster, placed, (long long)rows);
         adopt_variant(plan, var, &other);
         desc = next;
-        max_cluster = req.max_cluster;
-        wide = req.wide_slices;
+        adopted = req;
     }
     /* Shared slices whose recompiles (ptxas spilled under the bound) left fewer than TN_SHARED_SLICE_CTAS CTAs
        an SM lost what they were for: several CTAs an SM overlapping one's copy with another's reductions (a
@@ -347,9 +343,7 @@ static tn_status schedule_build(tn_plan *plan, tn_variant *var, build_for b, int
     if (st == TN_STATUS_OK && kind < 0 && var->desc.shared_slice &&
         tn_plan_bound_ctas(&var->desc) < TN_SHARED_SLICE_CTAS) {
         char err[320];
-        tn_schedule_request req = request(plan, b, -1, 0);
-        req.max_cluster = max_cluster;
-        req.wide_slices = wide;
+        tn_schedule_request req = adopted;
         req.no_shared_slice = 1;
         tn_plan_desc next;
         tn_variant other;
@@ -385,9 +379,8 @@ static tn_status schedule_build(tn_plan *plan, tn_variant *var, build_for b, int
     }
     if (st != TN_STATUS_OK || kind >= 0 || !spill_bytes(var)) return st;
     char err[320];
-    tn_schedule_request req = request(plan, b, -1, 1u << var->desc.kind);
-    req.max_cluster = max_cluster;
-    req.wide_slices = wide;
+    tn_schedule_request req = adopted;
+    req.avoid = 1u << var->desc.kind;
     tn_variant other;
     memset(&other, 0, sizeof other);
     if (!tn_schedule(&req, &desc, err, sizeof err) || desc.kind == TN_PLAN_LOOPED) return TN_STATUS_OK;

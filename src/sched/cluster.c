@@ -283,10 +283,10 @@ static int many_rows_spread(const tn_schedule_request *r, int heavy_waves) {
    1.61 over 4. Rows of 16 KiB or less stay in one CTA (rmsnorm 1 x 8192 1.46
    us, 1.41 over 4 CTAs; 64 x 8192 2.27, 2.39). Rows over a quarter of the
    SMs (up to half: more, and the register plan has most SMs busy already) take
-   slices of TN_CLUSTER_MIN_SLICE or more at most 2 CTAs an SM, and only where
-   many_rows_spread says. 0 (p untouched) where no cluster splits the row's
+   slices of TN_CLUSTER_MIN_SLICE or more at most 2 CTAs an SM (the caller asks
+   many_rows_spread first). 0 (p untouched) where no cluster splits the row's
    vectors under those limits. */
-static int spread_short_rows(const tn_schedule_request *r, tn_plan_desc *p, int heavy_waves) {
+static int spread_short_rows(const tn_schedule_request *r, tn_plan_desc *p) {
     const tn_device_props *d = r->props;
     const tn_analysis *a = r->analysis;
     const int64_t nv = r->cols / p->vec, row_bytes = r->cols * a->buffer_elem_bytes;
@@ -294,7 +294,6 @@ static int spread_short_rows(const tn_schedule_request *r, tn_plan_desc *p, int 
     /* Over a quarter of the SMs in rows: every SM already has most of a row, so
        slices of at least TN_CLUSTER_MIN_SLICE, at most 2 CTAs an SM. */
     const int many = r->rows * 4 > d->sm_count;
-    if (many && !many_rows_spread(r, heavy_waves)) return 0;
     for (int cl = TN_MAX_CLUSTER; cl >= 2; cl /= 2) {
         if (many && row_bytes / cl < TN_CLUSTER_MIN_SLICE) continue;
         int t = 128;
@@ -629,13 +628,15 @@ int tn_schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int force
     /* Over a quarter of the SMs in rows, two levels' pair plan before the spread (H100, layernorm 66 x 28672:
        5.04 us over the pair's clusters of 2 x 256, 5.59-5.63 spread over 4 x 128). */
     if (!forced && !few && one_cta && r->rows * 4 > d->sm_count && pair_for_levels(r, &reg, p)) return 1;
-    if (!forced && one_cta && row_bytes > TN_CLUSTER_SHORT_ROW_BYTES &&
-        (r->rows * 4 <= d->sm_count ? row_bytes < TN_CLUSTER_FEW_ROW_BYTES : r->rows * 2 <= d->sm_count) &&
-        spread_short_rows(r, p, heavy_waves))
-        return 1;
+    /* Rows one CTA holds that spread_short_rows may spread: under a quarter of the SMs, under
+       TN_CLUSTER_FEW_ROW_BYTES; up to half, where many_rows_spread says. */
+    const int spread_window = one_cta && row_bytes > TN_CLUSTER_SHORT_ROW_BYTES &&
+                              (r->rows * 4 <= d->sm_count ? row_bytes < TN_CLUSTER_FEW_ROW_BYTES
+                                                          : r->rows * 2 <= d->sm_count);
+    const int too_few_bytes = spread_window && r->rows * 4 > d->sm_count && !many_rows_spread(r, heavy_waves);
+    if (!forced && spread_window && !too_few_bytes && spread_short_rows(r, p)) return 1;
     if (!forced && !few && !heavy_waves) {
-        if (one_cta && row_bytes > TN_CLUSTER_SHORT_ROW_BYTES && r->rows * 2 <= d->sm_count &&
-            r->rows * 4 > d->sm_count && !many_rows_spread(r, 0))
+        if (too_few_bytes)
             REJECT("the register plan holds the row (%lld bytes) in one CTA, and %lld rows leave too few bytes a row "
                    "to the idle SMs to pay for a cluster's exchange", (long long)row_bytes, (long long)r->rows);
         if (one_cta && r->rows * 4 > d->sm_count)

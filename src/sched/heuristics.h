@@ -95,7 +95,7 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
 /* Rows over a quarter of the SMs (up to half) are spread over clusters only where the bytes the idle SMs
    would take over exceed this many a row: its ROW inputs read and outputs written (the COL ones stay in L2),
    times the share of the SMs that one CTA a row leaves idle. Below it the cluster's exchange costs more than
-   those SMs save (see spread_short_rows). */
+   those SMs save (see many_rows_spread). */
 #define TN_CLUSTER_SPREAD_IDLE_BYTES (68 * 1024)
 /* The same for fusions of two or more reduction levels without special functions in two phases (layernorm):
    each level's reduction idles the register plan's one CTA an SM, so clusters pay from fewer bytes. */

@@ -330,9 +330,9 @@ static void test_decisions(tn_context *ctx) {
           "layernorm 33x24576: 8 CTAs of 128 x 3: %s", p.why);
     /* Its two levels spread over clusters from TN_CLUSTER_SPREAD_IDLE_BYTES_LEVELS taken over by the idle SMs,
        where rmsnorm's one level needs TN_CLUSTER_SPREAD_IDLE_BYTES: 40 x 20480 (56 KiB) over clusters, 64 x
-       20480 (41) and 48 x 14336 (36) in one CTA a row. */
-    /* Rows whose register plan runs one CTA an SM (28672 columns) take the two-level pair plan before the spread
-       (clusters of 2 x 256: 66 x 28672 5.04 us, 5.59 spread over 4 x 128). */
+       20480 (41) and 48 x 14336 (36) in one CTA a row; rows whose register plan runs one CTA an SM (28672
+       columns) take the two-level pair plan before the spread (clusters of 2 x 256: 66 x 28672 5.04 us, 5.59
+       spread over 4 x 128). */
     const struct { int64_t rows, cols; int cluster, t; } levels[] = {
         {40, 20480, 4, 128}, {40, 16384, 4, 128}, {57, 24576, 4, 128}, {64, 20480, 1, 512},
         {48, 14336, 1, 256}, {40, 12288, 1, 512}, {66, 28672, 2, 256}};
