@@ -178,6 +178,47 @@ static int slice_batch(const tn_analysis *a, int most) {
     return most / inputs > TN_REG_BATCH_TARGET ? most / inputs : TN_REG_BATCH_TARGET;
 }
 
+/* Rows over a quarter of the SMs (up to half) of a fusion of one reduction level without special functions in two
+   phases: the cluster that leaves the busiest SM the least of the rows, ceil(rows x c / SMs) CTAs of 1/c row
+   each, at TN_REG_BATCH_TARGET vectors a thread, where every cluster runs at once; at least p's cl, which
+   a larger cluster replaces only where it lowers that share (34-49 rows over 8: 3/8 of a row on the busiest SM
+   against 1/2 over 2; from 50 rows 4/8 again). A/B on the H100, bf16 unless said, clusters of 8 at 4 vectors
+   a thread against the clusters of 2 the scheduler took (bench/ab/few-c8, 2026-12-06): add_rmsnorm 34 x 32768
+   6.22 us against 6.81, 40 x 32768 7.09 against 7.30, 40 x 65536 10.48 against 12.85, f32 40 x 32768 11.10
+   against 12.36; rmsnorm 40 x 65536 6.72 against 7.31; lost where the share does not fall (64 rows: rmsnorm
+   64 x 65536 9.45 against 7.92, add_rmsnorm 64 x 81920 22.43 against 17.85; 50 x 81920 17.10 against 16.10)
+   and for fusions of two reductions or two special-function phases, whose every exchange over 8 CTAs costs
+   more (layernorm 40 x 65536 9.25 against 8.16, softmax 40 x 65536 7.39 against 6.79). Where the driver
+   places fewer clusters than the rows (H100: 45 clusters of 8 at 3 CTAs an SM, so 48 rows), the plan is built
+   again under half the cluster (tn_schedule_short_clusters). Returns the cluster size, cl if unchanged. */
+static int balance_many_rows(const tn_schedule_request *r, tn_plan_desc *p, int cl) {
+    const tn_analysis *a = r->analysis;
+    const int64_t sms = r->props->sm_count, row_bytes = r->cols * a->buffer_elem_bytes;
+    if (r->rows * 4 <= sms || r->rows * 2 > sms || a->num_levels != 1 || a->special_evals >= 2) return cl;
+    int best = cl;
+    for (int c = 2 * cl; c <= TN_MAX_CLUSTER; c *= 2) {
+        tn_plan_desc q = *p;
+        /* The busiest SM's share of a row: ceil(rows c / SMs) / c, compared across c without division. */
+        if (row_bytes / c < TN_CLUSTER_MIN_SLICE ||
+            ceil_div(r->rows * c, sms) * best >= ceil_div(r->rows * best, sms) * c ||
+            !cluster_fit(r, &q, c, TN_REG_BATCH_TARGET, 1))
+            continue;
+        /* Every cluster at once by the SMs' registers, without the CTA to spare that clusters_all_run keeps for
+           packing into GPCs: the plan is built again where the driver places fewer (H100: 45 clusters of 8 at 3
+           CTAs an SM, where 132 SMs would hold 49). */
+        const int64_t need = cluster_need(r, &q);
+        if (need > TN_CLUSTER_MAX_CTAS_AN_SM || need > slice_ctas_an_sm(r, &q) ||
+            regs_cap(r->props, (int)need * q.block_threads) < slice_regs(r, q.vec, q.batch))
+            continue;
+        *p = q;
+        best = c;
+    }
+    if (best != cl)
+        tn_why(p, "clusters of %d, not %d: the busiest SM takes %lld/%d of a row, not %lld/%d", best, cl,
+               (long long)ceil_div(r->rows * best, sms), best, (long long)ceil_div(r->rows * cl, sms), cl);
+    return best;
+}
+
 /* Whether few rows go on to clusters of cl CTAs: slices of TN_CLUSTER_MIN_SLICE
    or more; past the portable 8 (sm_90's non-portable 16), slices of
    TN_CLUSTER_NONPORTABLE_MIN_SLICE and one CTA an SM for every row's cluster
@@ -240,7 +281,7 @@ static int cluster_pick(const tn_schedule_request *r, tn_plan_desc *p, int batch
         if (cluster_fit(r, &q, cl, one_wave_batch, 1)) *p = q;
     }
     if (few && !p->ctas_per_sm && (p->ctas_per_sm = bound_ctas(r, p))) p->grid = cluster_grid(r, p);
-    return cl;
+    return few ? balance_many_rows(r, p, cl) : cl;
 }
 
 /* Whether rows over a quarter of the SMs that one CTA holds spread over clusters: where the bytes that the
@@ -304,6 +345,7 @@ static int spread_short_rows(const tn_schedule_request *r, tn_plan_desc *p) {
             (a->special_evals >= 2 && cl > 2 && slice_ctas_an_sm(r, &q) < 2))
             continue;
         *p = q;
+        cl = balance_many_rows(r, p, cl);
         tn_why(p, "cluster: %lld rows of %lld bytes leave SMs idle in one CTA a row: each split over %d CTAs of %d "
                "threads, %d vectors each held in registers; reductions meet through distributed shared memory",
                (long long)r->rows, (long long)row_bytes, cl, p->threads_per_row, p->batch);

@@ -225,13 +225,14 @@ static void test_decisions(tn_context *ctx) {
        a thread (1 x 16384: 8 CTAs of 128 x 2; 33 x 24576: 384 vectors a CTA, 256 x 2 with a quarter of the lanes
        idle, as rmsnorm has one reduction; layernorm's two take 128 x 3, below); up to half the SMs in rows whose
        bytes the idle SMs would take over exceed TN_CLUSTER_SPREAD_IDLE_BYTES, slices of 8 KiB or more at up to
-       two CTAs an SM (64 x 36864, 74 KiB: 2 CTAs of 512 x 5; 40 x 40960, 111 KiB, alike; 34 x 24576, 71 KiB: 2
-       of 512 x 3, as 4 would need 2 CTAs an SM and leave none to spare), and the rest stay in one CTA (64 x
+       two CTAs an SM (64 x 36864, 74 KiB: 2 CTAs of 512 x 5; 34 x 24576, 71 KiB: 2 of 512 x 3, as 4 would need
+       2 CTAs an SM and leave none to spare; 40 x 40960, 111 KiB, then over 8 of 128 x 5 by balance_many_rows, as
+       the busiest SM takes 3/8 of a row, not 1/2), and the rest stay in one CTA (64 x
        16384 at 33 KiB, 64 x 12288, 64 x 32768 at 66); rows of 16 KiB, and 67 rows, stay in the register plan. */
     const struct { int64_t rows, cols; int cluster, t, batch; } spread[] = {
         {1, 16384, 8, 128, 2}, {8, 16384, 8, 128, 2},  {33, 24576, 8, 256, 2}, {1, 12288, 8, 128, 2},
         {1, 8192, 1, 0, 0},    {64, 16384, 1, 0, 0},   {34, 24576, 2, 512, 3},   {64, 12288, 1, 0, 0},
-        {64, 32768, 1, 0, 0},  {64, 36864, 2, 512, 5}, {40, 40960, 2, 512, 5}, {64, 8192, 1, 0, 0},
+        {64, 32768, 1, 0, 0},  {64, 36864, 2, 512, 5}, {40, 40960, 8, 128, 5}, {64, 8192, 1, 0, 0},
         {67, 16384, 1, 0, 0}};
     for (size_t i = 0; i < sizeof spread / sizeof spread[0]; i++) {
         req.rows = spread[i].rows;
@@ -319,6 +320,33 @@ static void test_decisions(tn_context *ctx) {
         CHECK(tn_schedule(&shortr, &eight, err, sizeof err) && tn_schedule_short_clusters(&shortr, &eight, &next) &&
                   shortr.max_cluster == 4 && !shortr.wide_slices && next.cluster == 4,
               "rmsnorm 33x81920 driver-short: clusters of 4: %d", next.cluster);
+    }
+    /* 34-49 rows of a one-level fusion: clusters of 8 at 4 vectors a thread put 3/8 of a row on the busiest SM,
+       against 1/2 over 2 (balance_many_rows; H100 A/B, rmsnorm 40 x 65536 6.72 us against 7.31); from 50 rows 4/8
+       again, so 2 stay. Where the driver places fewer clusters of 8 than the rows (H100: 45 at 3 CTAs an SM), the
+       re-plan under a cap of 4 finds no smaller share and takes 2. */
+    const struct { int64_t rows, cols; int cluster, t, batch; } balanced[] = {
+        {34, 32768, 8, 128, 4}, {40, 65536, 8, 256, 4}, {49, 49152, 8, 256, 3}, {50, 65536, 2, 512, 8},
+        {60, 81920, 2, 256, 20}};
+    for (size_t i = 0; i < sizeof balanced / sizeof balanced[0]; i++) {
+        req.rows = balanced[i].rows;
+        req.cols = balanced[i].cols;
+        CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == balanced[i].cluster &&
+                  p.threads_per_row == balanced[i].t && p.batch == balanced[i].batch &&
+                  (p.cluster != 8 || p.grid == req.rows * 8) &&
+                  (p.cluster != 8 || strstr(p.why, "the busiest SM takes 3/8 of a row, not 1/2")),
+              "rmsnorm %lldx%lld: clusters of %d x %d x %d, got %d x %d x %d: %s", (long long)req.rows,
+              (long long)req.cols, balanced[i].cluster, balanced[i].t, balanced[i].batch, p.cluster,
+              p.threads_per_row, p.batch, p.why);
+    }
+    {
+        tn_schedule_request shortr = req;
+        tn_plan_desc eight, next;
+        shortr.rows = 48;
+        shortr.cols = 65536;
+        CHECK(tn_schedule(&shortr, &eight, err, sizeof err) && eight.cluster == 8 &&
+                  tn_schedule_short_clusters(&shortr, &eight, &next) && next.cluster == 2,
+              "rmsnorm 48x65536 driver-short: from 8 to clusters of 2: %d, %d", eight.cluster, next.cluster);
     }
     tn_fusion_destroy(f);
     tn_fusion_builtin(ctx, TN_BUILTIN_LAYERNORM, &o, &f);
@@ -654,7 +682,24 @@ static void test_decisions(tn_context *ctx) {
           a.num_stage_inputs);
     tn_schedule_request ar = {&a, 4096, 32768, 16, -1, &d};
     CHECK(tn_schedule(&ar, &p, err, sizeof err) && p.kind == TN_PLAN_REGISTER, "add_rmsnorm 4096x32768: %s", p.why);
+    /* One level, as rmsnorm: 40 rows over clusters of 8 (H100 A/B: 40 x 65536 10.48 us against 12.85 over 2). */
+    ar.rows = 40;
+    ar.cols = 65536;
+    CHECK(tn_schedule(&ar, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 8 &&
+              p.threads_per_row == 256 && p.batch == 4,
+          "add_rmsnorm 40x65536: clusters of 8 x 256 x 4: %d x %d x %d", p.cluster, p.threads_per_row, p.batch);
     tn_fusion_destroy(f);
+    /* Two levels or two special-function phases: every exchange over 8 CTAs costs more than the busiest SM's
+       share saves (H100 A/B: layernorm 40 x 65536 9.25 us over 8, 8.16 over 2; softmax 7.39, 6.79). */
+    const tn_builtin two[] = {TN_BUILTIN_LAYERNORM, TN_BUILTIN_SOFTMAX};
+    for (int i = 0; i < 2; i++) {
+        tn_fusion_builtin(ctx, two[i], &o, &f);
+        tn_analyze(f, &a);
+        CHECK(tn_schedule(&ar, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster < 8 &&
+                  !strstr(p.why, "busiest SM"),
+              "builtin %d 40x65536: clusters of %d: %s", (int)two[i], p.cluster, p.why);
+        tn_fusion_destroy(f);
+    }
 }
 
 static void test_json_rejections(void) {

@@ -343,7 +343,8 @@ static void run_in_place(tn_context *ctx, int quick) {
     static const struct { int64_t rows, cols; const char *kind; } shapes[] = {
         {1000, 4096, NULL},   {1000, 4096, "looped"}, {1000, 4096, "tma"},      {1000, 4096, "tma-ws"},
         {1000, 4096, "cluster"}, {3, 65536, NULL},    {4096, 65536, NULL},      {700, 28672, "tma-ws"},
-        {33, 1000, NULL},     {1000, 4097, NULL},     {1000, 131072, NULL},     {257, 32768, "cluster"}};
+        {33, 1000, NULL},     {1000, 4097, NULL},     {1000, 131072, NULL},     {257, 32768, "cluster"},
+        {40, 65536, NULL}};
     tn_device_props props;
     tn_context_device_props(ctx, &props);
     for (int op = 0; op < TN_BUILTIN_COUNT; op++)
@@ -941,7 +942,8 @@ static void check_pdl_chain(tn_context *ctx, int64_t rows, int64_t cols, int ear
    them all, or the plan must say it passed over larger clusters for smaller. */
 static void check_clusters_placed(tn_context *ctx) {
     static const int64_t shapes[][2] = {{64, 65536}, {33, 81920}, {64, 32768}, {40, 20480}, {50, 24576},
-                                        {33, 49152}, {8, 131072}, {64, 16384}};
+                                        {33, 49152}, {8, 131072}, {64, 16384}, {34, 32768}, {40, 65536},
+                                        {48, 65536}};
     for (int op = 0; op < TN_BUILTIN_COUNT; op++)
         for (int i = 0; i < (int)(sizeof shapes / sizeof shapes[0]); i++) {
             tn_builtin_options o = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0};
