@@ -178,23 +178,40 @@ static int slice_batch(const tn_analysis *a, int most) {
     return most / inputs > TN_REG_BATCH_TARGET ? most / inputs : TN_REG_BATCH_TARGET;
 }
 
-/* Rows over a quarter of the SMs (up to half) of a fusion of one reduction level without special functions in two
-   phases: the cluster that leaves the busiest SM the least of the rows, ceil(rows x c / SMs) CTAs of 1/c row
-   each, at TN_REG_BATCH_TARGET vectors a thread, where every cluster runs at once; at least p's cl, which
-   a larger cluster replaces only where it lowers that share (34-49 rows over 8: 3/8 of a row on the busiest SM
-   against 1/2 over 2; from 50 rows 4/8 again). A/B on the H100, bf16 unless said, clusters of 8 at 4 vectors
-   a thread against the clusters of 2 the scheduler took (bench/ab/few-c8, 2026-12-06): add_rmsnorm 34 x 32768
-   6.22 us against 6.81, 40 x 32768 7.09 against 7.30, 40 x 65536 10.48 against 12.85, f32 40 x 32768 11.10
-   against 12.36; rmsnorm 40 x 65536 6.72 against 7.31; lost where the share does not fall (64 rows: rmsnorm
-   64 x 65536 9.45 against 7.92, add_rmsnorm 64 x 81920 22.43 against 17.85; 50 x 81920 17.10 against 16.10)
-   and for fusions of two reductions or two special-function phases, whose every exchange over 8 CTAs costs
-   more (layernorm 40 x 65536 9.25 against 8.16, softmax 40 x 65536 7.39 against 6.79). Where the driver
-   places fewer clusters than the rows (H100: 45 clusters of 8 at 3 CTAs an SM, so 48 rows), the plan is built
-   again under half the cluster (tn_schedule_short_clusters). Returns the cluster size, cl if unchanged. */
+/* Clusters of c CTAs the driver places at per_sm CTAs an SM: clusters pack into GPCs, and those of 4 or more
+   leave SMs idle where a GPC's do not divide by them (H100, bench/probes/gpc.cu, 2026-12-06: clusters of 4
+   and 8 at 1-3 CTAs an SM on 120 of the 132 SMs, 45 clusters of 8 at 3; 4 an SM 62 of 8; clusters of 2 on
+   every SM). An estimate, on the safe side, for a rule that needs every cluster at once; on a GPU the plan
+   build takes the driver's count and plans again where it is short. */
+static int64_t gpc_placed_clusters(const tn_schedule_request *r, int c, int64_t per_sm) {
+    const int64_t sms = r->props->sm_count;
+    return per_sm * (c > 2 ? sms * TN_CLUSTER_GPC_SM_SHARE_NUM / TN_CLUSTER_GPC_SM_SHARE_DEN : sms) / c;
+}
+
+/* Rows over a quarter of the SMs (up to half) of a fusion of one reduction level without special functions in
+   two phases, in 16-byte vectors: the cluster that leaves the busiest SM the least of the rows, ceil(rows x c /
+   SMs) CTAs of 1/c row each, at TN_REG_BATCH_TARGET vectors a thread, where every cluster runs at once (by
+   gpc_placed_clusters, compiled for the CTAs an SM that needs); at least p's cl, which a larger cluster
+   replaces only where it lowers that share (34-49 rows over 8: 3/8 of a row on the busiest SM against 1/2
+   over 2; from 50 rows 4/8 again), and only where the bytes the SMs p leaves idle would take over (the row's
+   bytes moved times their share) pass TN_CLUSTER_SPREAD_IDLE_BYTES, as in many_rows_spread. A/B on the H100,
+   bf16 unless said, clusters of 8 at 4 vectors a thread against the clusters of 2 the scheduler took
+   (bench/ab/few-c8, 2026-12-06), KiB taken over in brackets: add_rmsnorm 34 x 32768 (124) 6.22 us against
+   6.81, 40 x 32768 (101) 7.09 against 7.30, 40 x 65536 (202) 10.48 against 12.85, 48 x 49152 (105) 9.92
+   against 10.12, f32 40 x 32768 (202) 11.10 against 12.36; rmsnorm 40 x 65536 (101) 6.72 against 7.31;
+   lost at rmsnorm 48 x 49152 (52) 6.39 against 6.00, where the share does not fall (64 rows: rmsnorm 64 x
+   65536 9.45 against 7.92, add_rmsnorm 64 x 81920 22.43 against 17.85; 50 x 81920 17.10 against 16.10), and
+   for fusions of two reduction levels or two special-function phases, whose every exchange over 8 CTAs costs
+   more (layernorm 40 x 65536 9.25 against 8.16, softmax 40 x 65536 7.39 against 6.79). Returns the cluster
+   size, cl if unchanged. */
 static int balance_many_rows(const tn_schedule_request *r, tn_plan_desc *p, int cl) {
     const tn_analysis *a = r->analysis;
     const int64_t sms = r->props->sm_count, row_bytes = r->cols * a->buffer_elem_bytes;
-    if (r->rows * 4 <= sms || r->rows * 2 > sms || a->num_levels != 1 || a->special_evals >= 2) return cl;
+    const int64_t idle = sms - r->rows * cl;
+    if (r->rows * 4 <= sms || a->num_levels != 1 || a->special_evals >= 2 || p->vec * a->min_row_elem_size < 16 ||
+        idle <= 0 || r->cols * a->row_elem_bytes * idle / sms <= TN_CLUSTER_SPREAD_IDLE_BYTES)
+        return cl;
+    const int col_words = (int)ceil_div((int64_t)p->vec * a->col_elem_bytes, 4);
     int best = cl;
     for (int c = 2 * cl; c <= TN_MAX_CLUSTER; c *= 2) {
         tn_plan_desc q = *p;
@@ -203,13 +220,15 @@ static int balance_many_rows(const tn_schedule_request *r, tn_plan_desc *p, int 
             ceil_div(r->rows * c, sms) * best >= ceil_div(r->rows * best, sms) * c ||
             !cluster_fit(r, &q, c, TN_REG_BATCH_TARGET, 1))
             continue;
-        /* Every cluster at once by the SMs' registers, without the CTA to spare that clusters_all_run keeps for
-           packing into GPCs: the plan is built again where the driver places fewer (H100: 45 clusters of 8 at 3
-           CTAs an SM, where 132 SMs would hold 49). */
-        const int64_t need = cluster_need(r, &q);
-        if (need > TN_CLUSTER_MAX_CTAS_AN_SM || need > slice_ctas_an_sm(r, &q) ||
-            regs_cap(r->props, (int)need * q.block_threads) < slice_regs(r, q.vec, q.batch))
+        /* The fewest CTAs an SM at which the driver places every row's cluster, within the slice's registers
+           (and a COL vector's, live in the output phase, as bound_ctas counts). */
+        int64_t k = cluster_need(r, &q);
+        while (k <= slice_ctas_an_sm(r, &q) && gpc_placed_clusters(r, c, k) < r->rows) k++;
+        if (k > slice_ctas_an_sm(r, &q) ||
+            regs_cap(r->props, (int)k * q.block_threads) < slice_regs(r, q.vec, q.batch) + col_words)
             continue;
+        q.ctas_per_sm = k >= 2 ? (int)k : 0;
+        q.grid = cluster_grid(r, &q);
         *p = q;
         best = c;
     }

@@ -88,6 +88,10 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
 /* Most CTAs an SM a cluster plan spreads few rows over (cluster_pick,
    spread_short_rows), with one more to spare: every cluster must run at once. */
 #define TN_CLUSTER_MAX_CTAS_AN_SM 4
+/* The share of the SMs that clusters of 4 or more CTAs are estimated to place on (GPC packing: 120 of 132 on
+   the H100, bench/probes/gpc.cu), where a rule needs every cluster at once (cluster.c, gpc_placed_clusters). */
+#define TN_CLUSTER_GPC_SM_SHARE_NUM 10
+#define TN_CLUSTER_GPC_SM_SHARE_DEN 11
 /* Rows one CTA holds in registers are spread over a cluster, where there are
    fewer rows than a quarter of the SMs, above this many bytes and under
    TN_CLUSTER_FEW_ROW_BYTES (see spread_short_rows). */

@@ -226,13 +226,14 @@ static void test_decisions(tn_context *ctx) {
        idle, as rmsnorm has one reduction; layernorm's two take 128 x 3, below); up to half the SMs in rows whose
        bytes the idle SMs would take over exceed TN_CLUSTER_SPREAD_IDLE_BYTES, slices of 8 KiB or more at up to
        two CTAs an SM (64 x 36864, 74 KiB: 2 CTAs of 512 x 5; 34 x 24576, 71 KiB: 2 of 512 x 3, as 4 would need
-       2 CTAs an SM and leave none to spare; 40 x 40960, 111 KiB, then over 8 of 128 x 5 by balance_many_rows, as
-       the busiest SM takes 3/8 of a row, not 1/2), and the rest stay in one CTA (64 x
+       2 CTAs an SM and leave none to spare; 40 x 40960, 111 KiB, alike: over 8 the busiest SM would take 3/8 of a
+       row, not 1/2, but the SMs clusters of 2 leave idle would take over only 63 KiB, so balance_many_rows keeps
+       them), and the rest stay in one CTA (64 x
        16384 at 33 KiB, 64 x 12288, 64 x 32768 at 66); rows of 16 KiB, and 67 rows, stay in the register plan. */
     const struct { int64_t rows, cols; int cluster, t, batch; } spread[] = {
         {1, 16384, 8, 128, 2}, {8, 16384, 8, 128, 2},  {33, 24576, 8, 256, 2}, {1, 12288, 8, 128, 2},
         {1, 8192, 1, 0, 0},    {64, 16384, 1, 0, 0},   {34, 24576, 2, 512, 3},   {64, 12288, 1, 0, 0},
-        {64, 32768, 1, 0, 0},  {64, 36864, 2, 512, 5}, {40, 40960, 8, 128, 5}, {64, 8192, 1, 0, 0},
+        {64, 32768, 1, 0, 0},  {64, 36864, 2, 512, 5}, {40, 40960, 2, 512, 5}, {64, 8192, 1, 0, 0},
         {67, 16384, 1, 0, 0}};
     for (size_t i = 0; i < sizeof spread / sizeof spread[0]; i++) {
         req.rows = spread[i].rows;
@@ -322,31 +323,41 @@ static void test_decisions(tn_context *ctx) {
               "rmsnorm 33x81920 driver-short: clusters of 4: %d", next.cluster);
     }
     /* 34-49 rows of a one-level fusion: clusters of 8 at 4 vectors a thread put 3/8 of a row on the busiest SM,
-       against 1/2 over 2 (balance_many_rows; H100 A/B, rmsnorm 40 x 65536 6.72 us against 7.31); from 50 rows 4/8
-       again, so 2 stay. Where the driver places fewer clusters of 8 than the rows (H100: 45 at 3 CTAs an SM), the
-       re-plan under a cap of 4 finds no smaller share and takes 2. */
-    const struct { int64_t rows, cols; int cluster, t, batch; } balanced[] = {
-        {34, 32768, 8, 128, 4}, {40, 65536, 8, 256, 4}, {49, 49152, 8, 256, 3}, {50, 65536, 2, 512, 8},
-        {60, 81920, 2, 256, 20}};
+       against 1/2 over 2 (balance_many_rows; H100 A/B, rmsnorm 40 x 65536 6.72 us against 7.31), compiled for
+       the CTAs an SM at which the driver places every cluster (3: 45 clusters of 8 on the H100); from 50 rows
+       4/8 again, so 2 stay; and 2 stay where the SMs they leave idle would take over too few bytes (34 x 32768:
+       62 KiB; 49 x 49152: 49) or the driver would place too few clusters of 8 at the CTAs an SM the registers
+       allow (46-48 x 65536: 3 an SM, 45 placed). */
+    const struct { int64_t rows, cols; int cluster, t, batch, per_sm; } balanced[] = {
+        {34, 65536, 8, 256, 4, 3}, {40, 65536, 8, 256, 4, 3}, {45, 65536, 8, 256, 4, 3}, {36, 81920, 8, 256, 5, 3},
+        {34, 32768, 2, 512, 4, 0}, {49, 49152, 2, 512, 6, 0}, {46, 65536, 2, 512, 8, 0}, {48, 65536, 2, 512, 8, 0},
+        {50, 65536, 2, 512, 8, 0}, {60, 81920, 2, 256, 20, 0}};
     for (size_t i = 0; i < sizeof balanced / sizeof balanced[0]; i++) {
         req.rows = balanced[i].rows;
         req.cols = balanced[i].cols;
         CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == balanced[i].cluster &&
                   p.threads_per_row == balanced[i].t && p.batch == balanced[i].batch &&
-                  (p.cluster != 8 || p.grid == req.rows * 8) &&
-                  (p.cluster != 8 || strstr(p.why, "the busiest SM takes 3/8 of a row, not 1/2")),
-              "rmsnorm %lldx%lld: clusters of %d x %d x %d, got %d x %d x %d: %s", (long long)req.rows,
+                  (p.cluster != 8 || (p.grid == req.rows * 8 && p.ctas_per_sm == balanced[i].per_sm &&
+                                      strstr(p.why, "the busiest SM takes 3/8 of a row, not 1/2"))),
+              "rmsnorm %lldx%lld: clusters of %d x %d x %d, got %d x %d x %d at %d an SM: %s", (long long)req.rows,
               (long long)req.cols, balanced[i].cluster, balanced[i].t, balanced[i].batch, p.cluster,
-              p.threads_per_row, p.batch, p.why);
+              p.threads_per_row, p.batch, p.ctas_per_sm, p.why);
     }
-    {
+    /* Narrower vectors (8-byte alignment) keep the clusters of 2: the rule was measured in 16-byte ones. */
+    req.rows = 40;
+    req.cols = 65536;
+    req.align = 8;
+    CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 2,
+          "rmsnorm 40x65536 at 8-byte alignment: clusters of %d", p.cluster);
+    req.align = 16;
+    {   /* Where the driver still places fewer (another GPC layout), the re-plan under a cap of 4 finds no smaller
+           share and takes 2. */
         tn_schedule_request shortr = req;
         tn_plan_desc eight, next;
-        shortr.rows = 48;
-        shortr.cols = 65536;
+        shortr.rows = 45;
         CHECK(tn_schedule(&shortr, &eight, err, sizeof err) && eight.cluster == 8 &&
                   tn_schedule_short_clusters(&shortr, &eight, &next) && next.cluster == 2,
-              "rmsnorm 48x65536 driver-short: from 8 to clusters of 2: %d, %d", eight.cluster, next.cluster);
+              "rmsnorm 45x65536 driver-short: from 8 to clusters of 2: %d, %d", eight.cluster, next.cluster);
     }
     tn_fusion_destroy(f);
     tn_fusion_builtin(ctx, TN_BUILTIN_LAYERNORM, &o, &f);
@@ -700,6 +711,26 @@ static void test_decisions(tn_context *ctx) {
               "builtin %d 40x65536: clusters of %d: %s", (int)two[i], p.cluster, p.why);
         tn_fusion_destroy(f);
     }
+    /* One level, but exp in two phases (a softmax without the max: summed, then divided): kept, as softmax. */
+    tn_value x, e, sum, y;
+    tn_fusion_create(ctx, "exp_share", &f);
+    tn_fusion_input(f, "x", TN_DTYPE_BF16, TN_SHAPE_ROW, &x);
+    tn_fusion_unary(f, TN_UNARY_EXP, x, &e);
+    tn_fusion_reduce(f, TN_REDUCE_SUM, TN_AXIS_INNER, e, &sum);
+    tn_fusion_binary(f, TN_BINARY_DIV, e, sum, &y);
+    tn_fusion_output(f, "y", y, TN_DTYPE_BF16);
+    tn_analyze(f, &a);
+    CHECK(a.num_levels == 1 && a.special_evals >= 2, "exp_share: %d levels, %d special evaluations", a.num_levels,
+          a.special_evals);
+    static const int64_t exp_cols[] = {16384, 20480, 24576, 32768, 49152, 65536, 81920, 131072};
+    for (int64_t rows = 34; rows <= 66; rows++)
+        for (int i = 0; i < 8; i++) {
+            ar.rows = rows;
+            ar.cols = exp_cols[i];
+            CHECK(tn_schedule(&ar, &p, err, sizeof err) && !strstr(p.why, "busiest SM"), "exp_share %lldx%lld: %s",
+                  (long long)rows, (long long)exp_cols[i], p.why);
+        }
+    tn_fusion_destroy(f);
 }
 
 static void test_json_rejections(void) {
