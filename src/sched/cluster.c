@@ -178,6 +178,22 @@ static int slice_batch(const tn_analysis *a, int most) {
     return most / inputs > TN_REG_BATCH_TARGET ? most / inputs : TN_REG_BATCH_TARGET;
 }
 
+/* The bytes of a row that the SMs `ctas` CTAs a row leave idle would take over: the row's bytes moved (its ROW
+   inputs read and outputs written) times the idle share of the SMs (many_rows_spread, balance_many_rows). */
+static int64_t idle_bytes_a_row(const tn_schedule_request *r, int64_t ctas) {
+    const int64_t sms = r->props->sm_count, idle = sms - r->rows * ctas;
+    return idle > 0 ? r->cols * r->analysis->row_elem_bytes * idle / sms : 0;
+}
+
+/* Why a cluster plan is compiled for its CTAs an SM (p->ctas_per_sm, if set). */
+static void why_ctas_per_sm(tn_plan_desc *p, const tn_analysis *a) {
+    if (p->ctas_per_sm && a->special_evals >= 2)
+        tn_why(p, "compiled for %d CTAs an SM: special functions in %d phases keep each CTA computing long, more CTAs "
+               "overlap one's loads with another's work", p->ctas_per_sm, a->special_evals);
+    else if (p->ctas_per_sm)
+        tn_why(p, "compiled for %d CTAs an SM: few rows, so more clusters at once", p->ctas_per_sm);
+}
+
 /* Clusters of c CTAs the driver places at per_sm CTAs an SM: clusters pack into GPCs, and those of 4 or more
    leave SMs idle where a GPC's do not divide by them (H100, bench/probes/gpc.cu, 2026-12-06: clusters of 4
    and 8 at 1-3 CTAs an SM on 120 of the 132 SMs, 45 clusters of 8 at 3; 4 an SM 62 of 8; clusters of 2 on
@@ -207,9 +223,8 @@ static int64_t gpc_placed_clusters(const tn_schedule_request *r, int c, int64_t 
 static int balance_many_rows(const tn_schedule_request *r, tn_plan_desc *p, int cl) {
     const tn_analysis *a = r->analysis;
     const int64_t sms = r->props->sm_count, row_bytes = r->cols * a->buffer_elem_bytes;
-    const int64_t idle = sms - r->rows * cl;
     if (r->rows * 4 <= sms || a->num_levels != 1 || a->special_evals >= 2 || p->vec * a->min_row_elem_size < 16 ||
-        idle <= 0 || r->cols * a->row_elem_bytes * idle / sms <= TN_CLUSTER_SPREAD_IDLE_BYTES)
+        idle_bytes_a_row(r, cl) <= TN_CLUSTER_SPREAD_IDLE_BYTES)
         return cl;
     const int col_words = (int)ceil_div((int64_t)p->vec * a->col_elem_bytes, 4);
     int best = cl;
@@ -222,9 +237,10 @@ static int balance_many_rows(const tn_schedule_request *r, tn_plan_desc *p, int 
             continue;
         /* The fewest CTAs an SM at which the driver places every row's cluster, within the slice's registers
            (and a COL vector's, live in the output phase, as bound_ctas counts). */
+        const int64_t most = slice_ctas_an_sm(r, &q);
         int64_t k = cluster_need(r, &q);
-        while (k <= slice_ctas_an_sm(r, &q) && gpc_placed_clusters(r, c, k) < r->rows) k++;
-        if (k > slice_ctas_an_sm(r, &q) ||
+        while (k <= most && gpc_placed_clusters(r, c, k) < r->rows) k++;
+        if (k > most ||
             regs_cap(r->props, (int)k * q.block_threads) < slice_regs(r, q.vec, q.batch) + col_words)
             continue;
         q.ctas_per_sm = k >= 2 ? (int)k : 0;
@@ -321,10 +337,9 @@ static int cluster_pick(const tn_schedule_request *r, tn_plan_desc *p, int batch
    softmax 64 x 16384 3.68, 3.64; add_rmsnorm 64 x 32768 (132) 7.33 over clusters, 8.38. */
 static int many_rows_spread(const tn_schedule_request *r, int heavy_waves) {
     const tn_analysis *a = r->analysis;
-    const int64_t sms = r->props->sm_count, idle = sms > r->rows ? sms - r->rows : 0;
     const int64_t least = a->num_levels >= 2 && a->special_evals < 2 ? TN_CLUSTER_SPREAD_IDLE_BYTES_LEVELS
                                                                        : TN_CLUSTER_SPREAD_IDLE_BYTES;
-    return heavy_waves || r->cols * a->row_elem_bytes * idle / sms > least;
+    return heavy_waves || idle_bytes_a_row(r, 1) > least;
 }
 
 /* Rows one CTA's registers hold, but fewer than half the SMs: spread
@@ -368,9 +383,7 @@ static int spread_short_rows(const tn_schedule_request *r, tn_plan_desc *p) {
         tn_why(p, "cluster: %lld rows of %lld bytes leave SMs idle in one CTA a row: each split over %d CTAs of %d "
                "threads, %d vectors each held in registers; reductions meet through distributed shared memory",
                (long long)r->rows, (long long)row_bytes, cl, p->threads_per_row, p->batch);
-        if (p->ctas_per_sm)
-            tn_why(p, "compiled for %d CTAs an SM: special functions in %d phases keep each CTA computing long",
-                   p->ctas_per_sm, a->special_evals);
+        why_ctas_per_sm(p, a);
         tn_choose_carry(r, p);
         return 1;
     }
@@ -778,11 +791,7 @@ int tn_schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int force
     why_persistent_clusters(p);
     why_streamed(p);
     if (rows_loop) cache_cols(r, p);
-    if (p->ctas_per_sm && heavy)
-        tn_why(p, "compiled for %d CTAs an SM: special functions in %d phases keep each CTA computing long, more CTAs "
-               "overlap one's loads with another's work", p->ctas_per_sm, a->special_evals);
-    else if (p->ctas_per_sm)
-        tn_why(p, "compiled for %d CTAs an SM: few rows, so more clusters at once", p->ctas_per_sm);
+    why_ctas_per_sm(p, a);
     tn_choose_carry(r, p);
     return 1;
 }
