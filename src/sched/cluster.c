@@ -601,7 +601,14 @@ static int shared_slice_bound(const tn_schedule_request *r, const tn_plan_desc *
    SM, 282.8 over 8 at 13. At least TN_SHARED_SLICE_MIN_WAVES waves of CTAs,
    so that the last, partial wave costs little (rmsnorm 1000 x 65536, 5 waves:
    73.5 us against 69.4 persistent; 300 x 65536, 1.5 waves: 26.4 against
-   23.4). Fusions of two or more reduction levels without special functions in
+   23.4). Clusters of 4 from TN_SHARED_SLICE_MIN_WAVES_4 waves: the persistent plan they replace runs clusters
+   of 4 at one CTA an SM, which the driver places on 120 of the H100's 132 SMs (bench/probes/gpc.cu), and the
+   last wave costs less from 5 waves (bench/ab/waves-c4-h100, 2026-12-06, H100, persistent over waves: rmsnorm
+   512 x 131072 1.043, 700 x 131072 1.056, f32 512 x 65536 1.047; add_rmsnorm 512 x 65536 1.042, 700 x 65536
+   1.051; softmax 512 x 131072 1.060, 700 x 131072 1.071, at 5.2-10.6 waves; at 4.5 waves even, rmsnorm 300 x
+   131072 1.009, add_rmsnorm 300 x 81920 0.984; at 2-3.9 persistent faster, softmax 200 x 131072 0.917, rmsnorm
+   200 x 131072 0.942). Clusters of 8 in waves, each needing 8 free CTA slots of one GPC at once, lost even at
+   7.8 (rmsnorm 256 x 262144 0.980; 128 x 262144 0.921). Fusions of two or more reduction levels without special functions in
    two phases keep the register plans: each level waits on the exchange with
    nothing else to do (layernorm 16384 x 65536 1271 over 2 CTAs at 3 an SM
    against 1209). 0 (p untouched) where no cluster of up to TN_MAX_CLUSTER
@@ -627,7 +634,8 @@ static int share_long_slices(const tn_schedule_request *r, tn_plan_desc *p) {
         if (!cluster_prefetch_ok(&q, a) || q.grid > 0x7fffffff) return 0;
         q.ctas_per_sm = shared_slice_bound(r, &q);
         if (q.ctas_per_sm < TN_SHARED_SLICE_CTAS) continue;
-        if (q.grid < (int64_t)TN_SHARED_SLICE_MIN_WAVES * q.ctas_per_sm * d->sm_count) return 0;
+        const int min_waves = cl == 4 ? TN_SHARED_SLICE_MIN_WAVES_4 : TN_SHARED_SLICE_MIN_WAVES;
+        if (q.grid < (int64_t)min_waves * q.ctas_per_sm * d->sm_count) return 0;
         *p = q;
         tn_why(p, "cluster: each row split over %d CTAs of %d threads, its %lld-byte slice copied once into shared "
                "memory and read there by every phase, a cluster a row (%lld CTAs in waves, compiled for %d an SM: "

@@ -53,9 +53,16 @@ void tn_cluster_share_slice(const tn_analysis *a, tn_plan_desc *p);
 #define TN_SHARED_SLICE_CTAS 2
 /* ... and run in at least this many waves of CTAs (the last, partial one costs little). */
 #define TN_SHARED_SLICE_MIN_WAVES 8
+/* ... from this many for clusters of 4: the persistent plan they replace holds clusters of 4 at one CTA an SM,
+   which the driver packs onto 10/11 of the SMs (TN_CLUSTER_GPC_SM_SHARE_*), a larger loss than the last wave's
+   (cluster.c, share_long_slices). */
+#define TN_SHARED_SLICE_MIN_WAVES_4 5
 /* A tma plan launches a row group a CTA, one stage each, in waves, from this many waves of the CTAs an SM's
    shared memory holds (tma.c, tn_schedule_tma). */
 #define TN_TMA_MIN_WAVES 8
+/* Grids compiled for this many CTAs an SM or more take early_l2 only where their first wave's rows move at most
+   half the L2 (others up to the whole L2: heuristics.c, early_l2_fits). */
+#define TN_EARLY_L2_CROWDED_CTAS 3
 
 /* tma-ws: shared memory per slot and per CTA, and the register split between
    the producer warp group and C consumer groups (setmaxnreg): the producer

@@ -530,10 +530,12 @@ static void test_decisions(tn_context *ctx) {
     tn_fusion_destroy(f);
     /* softmax rows beyond an SM's shared memory, and few long rows, split over a cluster; above 8 CTAs only for
        rows each of whose 16 slices takes an SM of its own (1 x 262144: 32 KiB a CTA); only
-       at two CTAs an SM (softmax evaluates exp in two phases: its CTAs overlap one's loads with another's exps). */
+       at two CTAs an SM (softmax evaluates exp in two phases: its CTAs overlap one's loads with another's exps);
+       600 x 131072 over 4 CTAs a row in 6 waves, its slices in shared memory (share_long_slices: from 5 waves for
+       clusters of 4). */
     tn_fusion_builtin(ctx, TN_BUILTIN_SOFTMAX, &o, &f);
     tn_analyze(f, &a);
-    const int64_t cl_shapes[][3] = {{1, 65536, 8}, {1, 262144, 16}, {600, 131072, 8}, {64, 65536, 4}, {4096, 131072, 4}};
+    const int64_t cl_shapes[][3] = {{1, 65536, 8}, {1, 262144, 16}, {600, 131072, 4}, {64, 65536, 4}, {4096, 131072, 4}};
     for (int i = 0; i < 5; i++) {
         tn_schedule_request cr = {&a, cl_shapes[i][0], cl_shapes[i][1], 16, -1, &d};
         CHECK(tn_schedule(&cr, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == cl_shapes[i][2],
@@ -628,13 +630,18 @@ static void test_decisions(tn_context *ctx) {
     CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 4 &&
               p.threads_per_row == 256 && p.shared_slice && p.ctas_per_sm == 3,
           "rmsnorm 4096x131072: shared slices over 4 CTAs of 256: %s", p.why);
-    rl.rows = 512; /* under 8 waves: a persistent cluster in registers, the smallest whose CTA holds two stages
+    rl.rows = 512; /* 2048 CTAs of 4 a row at 2-3 an SM, 5 or more waves: shared slices (the persistent clusters of
+                      4 they replace would run on 10/11 of the SMs) */
+    CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 4 && p.shared_slice &&
+              p.grid == 2048 && p.ctas_per_sm >= 2,
+          "rmsnorm 512x131072: shared slices over 4 CTAs a row in waves: %s", p.why);
+    rl.rows = 300; /* under 5 waves: a persistent cluster in registers, the smallest whose CTA holds two stages
                       and the weight's slice at one an SM, 8 vectors a thread */
     CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 4 &&
               p.threads_per_row == 512 && p.batch == 8 && !p.shared_slice && p.stages == 2 && p.col_cache &&
               p.smem_bytes == (2 * (131072 / 4 * 2 + 8) + 15) / 16 * 16 + 131072 / 4 * 2 &&
-              p.grid / p.cluster < 512 && strstr(p.why, "next rows streamed") && strstr(p.why, "COL inputs loaded once"),
-          "rmsnorm 512x131072: cluster of 4 x 512, two stages, the weight's slices cached: %s", p.why);
+              p.grid / p.cluster < 300 && strstr(p.why, "next rows streamed") && strstr(p.why, "COL inputs loaded once"),
+          "rmsnorm 300x131072: cluster of 4 x 512, two stages, the weight's slices cached: %s", p.why);
     rl.rows = 33; /* few rows: a cluster a row, nothing to stream, nothing to keep across rows */
     CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.stages == 0 && !p.col_cache &&
               !tn_plan_grid_loops(&p),
@@ -1176,7 +1183,12 @@ static void test_early_l2(tn_context *ctx) {
         {3, 12289, 1, 2, 1, TN_PLAN_REGISTER},  /* peeled: odd rows */
         {1, 100001, 1, 2, 1, TN_PLAN_CLUSTER},  /* uneven slices of 1-element vectors */
         {64, 2048, 0, 16, 0, TN_PLAN_REGISTER}, {65536, 4096, 1, 16, 0, -1},
-        {64, 131072, 1, 16, 0, TN_PLAN_CLUSTER}}; /* one wave, but 67 MB: more than half the L2 */
+        {64, 131072, 1, 16, 0, TN_PLAN_CLUSTER},   /* one wave, but 67 MB: more than the L2 */
+        {64, 65536, 1, 16, 1, TN_PLAN_CLUSTER},    /* 34 MB: over half the L2, 128 CTAs */
+        {256, 24576, 1, 16, 1, TN_PLAN_REGISTER},  /* 50 MB, one CTA an SM */
+        {1000, 4096, 1, 16, 0, TN_PLAN_REGISTER},  /* 33 MB in one wave of 8 CTAs an SM: crowded */
+        {512, 8192, 1, 16, 0, TN_PLAN_REGISTER},   /* 34 MB in one wave of 4 an SM */
+        {500, 4096, 1, 16, 1, TN_PLAN_REGISTER}};  /* 16 MB, half the L2 or less: at 4 an SM too */
     for (int i = 0; i < (int)(sizeof v / sizeof v[0]); i++) {
         tn_schedule_request req = {&a, v[i].rows, v[i].cols, v[i].align, -1, &d, v[i].pdl, 0, 0, 0, 0};
         tn_plan_desc p;
