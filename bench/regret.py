@@ -83,15 +83,16 @@ def tune_tables(text):
     return tables
 
 
-def rescore(text, tmanorm, dtype):
-    """Regret rows for the scheduler as it is now, from the times in a tune log."""
+def rescore(text, tmanorm, dtype, target=""):
+    """Regret rows for the scheduler as it is now, from the times in a tune log (planned for `target`: the GPU
+    the log was timed on, h100 or h200; without it, the GPU here or else the H200)."""
     import json
     rows = []
     for (op, m, n), cands in tune_tables(text).items():
         if not cands:
             continue
         p = subprocess.run([tmanorm, "explain", "--op", op, "--rows", str(m), "--cols", str(n), "--dtype", dtype,
-                            "--json"], capture_output=True, text=True)
+                            "--json"] + (["--target", target] if target else []), capture_output=True, text=True)
         plan = json.loads(p.stdout)["plan"]
         best = min((c for c in cands if c[2]), key=lambda c: c[1])
         mine = sorted(((not full, us) for fields, us, full in cands
@@ -152,6 +153,7 @@ def main():
                     help="tune logs to turn into one table (no GPU needed; several merge the parts of a sweep)")
     ap.add_argument("--rescore", default="", metavar="TMANORM",
                     help="with --parse: score the scheduler this tmanorm picks now against the log's times")
+    ap.add_argument("--target", default="", help="with --rescore: plan for this GPU (h100, h200), the log's")
     ap.add_argument("--out", default=".")
     args = ap.parse_args()
     if args.parse:
@@ -159,7 +161,7 @@ def main():
         for path in args.parse:
             with open(path) as f:
                 text += f.read() + "\n"
-        rows = rescore(text, args.rescore, args.dtype) if args.rescore else parse(text)
+        rows = rescore(text, args.rescore, args.dtype, args.target) if args.rescore else parse(text)
     else:
         rows = []
         todo = shapes_of(args)
