@@ -605,10 +605,12 @@ static int shared_slice_bound(const tn_schedule_request *r, const tn_plan_desc *
    of 4 at one CTA an SM, which the driver places on 120 of the H100's 132 SMs (bench/probes/gpc.cu), and the
    last wave costs less from 5 waves (bench/ab/waves-c4-h100, 2026-12-06, H100, persistent over waves: rmsnorm
    512 x 131072 1.043, 700 x 131072 1.056, f32 512 x 65536 1.047; add_rmsnorm 512 x 65536 1.042, 700 x 65536
-   1.051; softmax 512 x 131072 1.060, 700 x 131072 1.071, at 5.2-10.6 waves; at 4.5 waves even, rmsnorm 300 x
-   131072 1.009, add_rmsnorm 300 x 81920 0.984; at 2-3.9 persistent faster, softmax 200 x 131072 0.917, rmsnorm
-   200 x 131072 0.942). Clusters of 8 in waves, each needing 8 free CTA slots of one GPC at once, lost even at
-   7.8 (rmsnorm 256 x 262144 0.980; 128 x 262144 0.921). Fusions of two or more reduction levels without special functions in
+   1.051; softmax 512 x 131072 1.060, 700 x 131072 1.071, at 5.2-10.6 waves; at 3.9-4.5 waves even, rmsnorm
+   300 x 131072 1.009, f32 256 x 98304 1.011, add_rmsnorm 300 x 81920 0.984; at 2-3 persistent faster, softmax
+   200 x 131072 0.917, rmsnorm 200 x 131072 0.942). Clusters of 8 in waves, each needing 8 free CTA slots of one
+   GPC at once, lost at 3.9 and even at 7.8 (rmsnorm 128 x 262144 0.921, 256 x 262144 0.980), so they keep 8
+   (the persistent clusters of 8 they would replace sit on the same 10/11 of the SMs). Fusions of two or more
+   reduction levels without special functions in
    two phases keep the register plans: each level waits on the exchange with
    nothing else to do (layernorm 16384 x 65536 1271 over 2 CTAs at 3 an SM
    against 1209). 0 (p untouched) where no cluster of up to TN_MAX_CLUSTER

@@ -149,21 +149,33 @@ static void choose_cols_early(const tn_schedule_request *r, tn_plan_desc *p) {
    (bench/ab/early-l2-h100, H100, 2026-12-06, 29 shapes of 25-50 MB over its 50 MB): faster with the prefetch at
    18 (layernorm 200 x 40960 15.17 us against 18.08, 64 x 131072 17.68 against 19.30; softmax 64 x 131072 14.27
    against 15.56, 100 x 131072 (the whole L2) 20.66 against 22.16; rmsnorm 128 x 98304 18.96 against 20.81,
-   512 x 16384 13.15 against 13.82; add_rmsnorm 50 x 65536 12.91 against 14.20), within 1.2% at 6, slower only
-   where the whole grid is one wave of TN_EARLY_L2_CROWDED_CTAS or more CTAs an SM by its launch bound: there
+   512 x 16384 13.15 against 13.82; add_rmsnorm 50 x 65536 12.91 against 14.20), within 3% at 9, slower only
+   where the whole grid is one wave of TN_EARLY_L2_CROWDED_CTAS or more CTAs an SM: there
    every CTA's prefetch, the whole problem's, is in flight at once with that kernel's last loads (add_rmsnorm
    1000 x 4096 at 8 an SM 13.42 against 12.37, 512 x 8192 at 4 13.45 against 12.57; clusters of 8 x 128 at 3 an
    SM, 64 x 65536-131072, held within 1.7%), so such grids keep what their first wave prefetches to half the
    L2 (their later waves prefetch nothing ahead: softmax 1000 x 8192 at 4 an SM, 16 MB in the first wave, 12.05
-   us against 12.68; rmsnorm 1000 x 12288 at 3, 19 MB, 18.23 against 18.75). */
+   us against 12.68; rmsnorm 1000 x 12288 at 3, 19 MB, 18.23 against 18.75). A grid without a launch bound counts
+   the CTAs an SM its estimated registers and its threads allow (rmsnorm 2000 x 4096 at 8 or more an SM, at most
+   17-25 MB in its first wave: 12.77 against 13.46; add_rmsnorm 700 x 8192, all 35 MB in one wave: 0.988). */
 static int early_l2_fits(const tn_schedule_request *r, const tn_plan_desc *p) {
     if (!p->pdl || !tn_plan_early_l2_kind(p)) return 0;
     const int64_t bytes = tn_analysis_bytes(r->analysis, r->rows, r->cols); /* -1: past int64 */
-    const int64_t l2 = r->props->l2_bytes;
+    const int64_t l2 = r->props->l2_bytes, sms = r->props->sm_count;
     if (bytes < 0 || bytes > l2 || one_wave_ctas(r, p) == 0) return 0;
-    if (p->ctas_per_sm < TN_EARLY_L2_CROWDED_CTAS) return 1;
-    const int64_t wave = (int64_t)p->ctas_per_sm * r->props->sm_count;
-    return (p->grid > wave ? bytes / p->grid * wave : bytes) <= l2 / 2;
+    /* The CTAs an SM its first wave runs: its launch bound, or (none) what the registers estimated and the
+       threads allow; at most the grid's share. */
+    int64_t per_sm = p->ctas_per_sm;
+    if (!per_sm) {
+        const int64_t carried = p->carry ? tn_plan_carry_floats(p, r->analysis->num_carried) : 0;
+        const int regs =
+            p->kind == TN_PLAN_CLUSTER ? slice_regs(r, p->vec, p->batch) : row_regs(r, p->vec, p->batch);
+        per_sm = ctas_an_sm(r->props, regs + carried, p->block_threads);
+    }
+    per_sm = min_i64(per_sm, ceil_div(p->grid, sms));
+    if (per_sm < TN_EARLY_L2_CROWDED_CTAS) return 1;
+    const int64_t wave = per_sm * sms; /* bytes <= l2 and wave <= the SMs' thread slots: no overflow */
+    return (p->grid > wave ? bytes * wave / p->grid : bytes) <= l2 / 2;
 }
 
 /* Whether plan p (pdl on) triggers the next kernel at each CTA's last row group (pdl 2) rather than at its top:
@@ -197,8 +209,8 @@ int tn_schedule(const tn_schedule_request *r, tn_plan_desc *p, char *err, size_t
             }
             if ((p->early_l2 = early_l2_fits(r, p)))
                 tn_why(p, "early_l2: the first row group prefetched into L2 before the PDL wait, as the grid is one "
-                          "wave and the problem's bytes fit the L2 (its first wave's half of it, compiled for %d "
-                          "or more CTAs an SM)", TN_EARLY_L2_CROWDED_CTAS);
+                          "wave and the problem's bytes fit the L2 (its first wave's half of it, at %d or more CTAs "
+                          "an SM)", TN_EARLY_L2_CROWDED_CTAS);
             return 1;
         }
         if (forced) {

@@ -60,8 +60,8 @@ void tn_cluster_share_slice(const tn_analysis *a, tn_plan_desc *p);
 /* A tma plan launches a row group a CTA, one stage each, in waves, from this many waves of the CTAs an SM's
    shared memory holds (tma.c, tn_schedule_tma). */
 #define TN_TMA_MIN_WAVES 8
-/* Grids compiled for this many CTAs an SM or more take early_l2 only where their first wave's rows move at most
-   half the L2 (others up to the whole L2: heuristics.c, early_l2_fits). */
+/* Grids whose first wave runs this many CTAs an SM or more (by the launch bound, or the registers) take early_l2
+   only where that wave's rows move at most half the L2 (others up to the whole L2: heuristics.c, early_l2_fits). */
 #define TN_EARLY_L2_CROWDED_CTAS 3
 
 /* tma-ws: shared memory per slot and per CTA, and the register split between

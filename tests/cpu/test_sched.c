@@ -655,6 +655,25 @@ static void test_decisions(tn_context *ctx) {
     forced.kind = TN_PLAN_CLUSTER;
     CHECK(tn_schedule(&forced, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.stages == 0,
           "rmsnorm 512x131072 forced cluster: no stage: %s", p.why);
+    /* Clusters of 8 in waves keep 8 waves: 256 x 262144 (2048 CTAs at 2 an SM, 7.8) stays persistent. */
+    rl.rows = 256;
+    rl.cols = 262144;
+    CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 8 && !p.shared_slice,
+          "rmsnorm 256x262144: persistent clusters of 8: %s", p.why);
+    rl.cols = 131072;
+    {   /* The 5 waves of clusters of 4, to the row: f32 x 65536 at 3 CTAs an SM, 4 a row: 495 rows make 1980 CTAs */
+        tn_fusion *f32 = NULL;
+        tn_fusion_builtin(ctx, TN_BUILTIN_RMSNORM, &of32, &f32);
+        tn_analysis a32;
+        tn_analyze(f32, &a32);
+        for (int64_t m = 494; m <= 495; m++) {
+            tn_schedule_request r32 = {&a32, m, 65536, 16, -1, &d};
+            CHECK(tn_schedule(&r32, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == 4 &&
+                      p.shared_slice == (m == 495) && (!p.shared_slice || p.grid == 1980),
+                  "rmsnorm f32 %lldx65536: shared slices from 5 waves: %s", (long long)m, p.why);
+        }
+        tn_fusion_destroy(f32);
+    }
     rl.rows = 4096;
     /* Two inputs: the smallest cluster whose slices leave 2 CTAs an SM (81920: 4 of 80 KiB, not 2 of 160 or 8 of
        40); 98304, one input: 2 of 96 KiB at 24 vectors a thread. */
@@ -1167,9 +1186,10 @@ static void test_cols_early(tn_context *ctx) {
     tn_fusion_destroy(f);
 }
 
-/* early_l2: with PDL, a grid of one wave (register or cluster) of a problem of half the L2 or less prefetches its
-   first row group into L2 before the wait, spans of any alignment inward to 16-byte units; a grid of many waves, a
-   larger problem, a plan without PDL and the other kinds do not; the check refuses it there, and tune's candidates carry it as the scheduler would. */
+/* early_l2: with PDL, a grid of one wave (register or cluster) of a problem that fits the L2 (its first wave's rows
+   half of it, where that wave runs 3 or more CTAs an SM) prefetches its first row group into L2 before the wait,
+   spans of any alignment inward to 16-byte units; a grid of many waves, a larger problem, a plan without PDL and
+   the other kinds do not; the check refuses it there, and tune's candidates carry it as the scheduler would. */
 static void test_early_l2(tn_context *ctx) {
     tn_device_props d;
     tn_device_props_for_target("h200", &d);
@@ -1188,7 +1208,8 @@ static void test_early_l2(tn_context *ctx) {
         {256, 24576, 1, 16, 1, TN_PLAN_REGISTER},  /* 50 MB, one CTA an SM */
         {1000, 4096, 1, 16, 0, TN_PLAN_REGISTER},  /* 33 MB in one wave of 8 CTAs an SM: crowded */
         {512, 8192, 1, 16, 0, TN_PLAN_REGISTER},   /* 34 MB in one wave of 4 an SM */
-        {500, 4096, 1, 16, 1, TN_PLAN_REGISTER}};  /* 16 MB, half the L2 or less: at 4 an SM too */
+        {500, 4096, 1, 16, 1, TN_PLAN_REGISTER},   /* 16 MB, half the L2 or less: at 4 an SM too */
+        {700, 8192, 1, 16, 0, TN_PLAN_REGISTER}};  /* 46 MB, no bound: 4+ an SM by registers, one wave */
     for (int i = 0; i < (int)(sizeof v / sizeof v[0]); i++) {
         tn_schedule_request req = {&a, v[i].rows, v[i].cols, v[i].align, -1, &d, v[i].pdl, 0, 0, 0, 0};
         tn_plan_desc p;
@@ -1231,6 +1252,25 @@ static void test_early_l2(tn_context *ctx) {
         }
     }
     tn_fusion_destroy(f);
+    /* Crowded grids count their first wave: rmsnorm 1000 x 12288 at 3 CTAs an SM moves 49 MB, 19 MB in its first
+       wave (on); 2000 x 4096 without a bound, 33 MB, its first wave's under half the L2 by the registers (on);
+       layernorm 700 x 16384 at 2 an SM, 46 MB (on: not crowded). */
+    static const struct { tn_builtin op; int64_t rows, cols; int bound; } w[] = {
+        {TN_BUILTIN_RMSNORM, 1000, 12288, 3},
+        {TN_BUILTIN_RMSNORM, 2000, 4096, 0},
+        {TN_BUILTIN_LAYERNORM, 700, 16384, 2}};
+    for (int i = 0; i < 3; i++) {
+        tn_fusion_builtin(ctx, w[i].op, &o, &f);
+        tn_analyze(f, &a);
+        tn_schedule_request req = {&a, w[i].rows, w[i].cols, 16, -1, &d, 1, 0, 0, 0, 0};
+        tn_plan_desc p;
+        char err[320];
+        CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_REGISTER && p.ctas_per_sm == w[i].bound &&
+                  p.early_l2 && tn_analysis_bytes(&a, w[i].rows, w[i].cols) > d.l2_bytes / 2,
+              "%s %lldx%lld: early_l2 over half the L2: %s", tn_builtin_name(w[i].op), (long long)w[i].rows,
+              (long long)w[i].cols, p.why);
+        tn_fusion_destroy(f);
+    }
 }
 
 /* pdl 2: the scheduler's cluster plans trigger the next kernel at each CTA's last row group, other kinds keep
