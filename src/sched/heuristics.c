@@ -85,6 +85,13 @@ static int64_t one_wave_ctas(const tn_schedule_request *r, const tn_plan_desc *p
     return per_sm * p->block_threads <= r->props->max_threads_per_sm ? per_sm : 0;
 }
 
+/* Registers a thread of register or cluster plan p needs by the scheduler's estimate: its row's (or slice's)
+   vectors and the special-function values it carries. */
+static int64_t plan_regs(const tn_schedule_request *r, const tn_plan_desc *p) {
+    const int64_t carried = p->carry ? tn_plan_carry_floats(p, r->analysis->num_carried) : 0;
+    return (p->kind == TN_PLAN_CLUSTER ? slice_regs(r, p->vec, p->batch) : row_regs(r, p->vec, p->batch)) + carried;
+}
+
 /* The launch bound (ctas_per_sm) under which plan p takes its COL vectors (weight, bias) into registers with
    the row's own loads (plan field cols_early) rather than after the reductions; -1 where it does not. Where
    every CTA is resident at once and takes one row group, nothing hides that second wait for memory (tune,
@@ -107,8 +114,7 @@ static int cols_early_bound(const tn_schedule_request *r, const tn_plan_desc *p)
     /* Their words counted as the row's are (TN_REG_NEED: twice, raw and converted; at once they spilled 4 bytes
        in add_rmsnorm 1 x 262144's 16 CTAs of 128 x 16). */
     const int64_t cols = 2 * p->batch * ceil_div((int64_t)p->vec * a->col_elem_bytes, 4);
-    const int64_t carried = p->carry ? tn_plan_carry_floats(p, a->num_carried) : 0;
-    const int64_t regs = (cluster ? slice_regs(r, p->vec, p->batch) : row_regs(r, p->vec, p->batch)) + carried;
+    const int64_t regs = plan_regs(r, p);
     const int64_t bound = per_sm > p->ctas_per_sm ? per_sm : p->ctas_per_sm;
     if (regs + cols <= regs_cap(d, (int)(bound * p->block_threads))) return p->ctas_per_sm;
     if (p->ctas_per_sm > per_sm && regs + cols <= regs_cap(d, (int)(per_sm * p->block_threads)))
@@ -165,14 +171,8 @@ static int early_l2_fits(const tn_schedule_request *r, const tn_plan_desc *p) {
     if (bytes < 0 || bytes > l2 || one_wave_ctas(r, p) == 0) return 0;
     /* The CTAs an SM its first wave runs: its launch bound, or (none) what the registers estimated and the
        threads allow; at most the grid's share. */
-    int64_t per_sm = p->ctas_per_sm;
-    if (!per_sm) {
-        const int64_t carried = p->carry ? tn_plan_carry_floats(p, r->analysis->num_carried) : 0;
-        const int regs =
-            p->kind == TN_PLAN_CLUSTER ? slice_regs(r, p->vec, p->batch) : row_regs(r, p->vec, p->batch);
-        per_sm = ctas_an_sm(r->props, regs + carried, p->block_threads);
-    }
-    per_sm = min_i64(per_sm, ceil_div(p->grid, sms));
+    const int64_t bound = p->ctas_per_sm ? p->ctas_per_sm : ctas_an_sm(r->props, plan_regs(r, p), p->block_threads);
+    const int64_t per_sm = min_i64(bound, ceil_div(p->grid, sms));
     if (per_sm < TN_EARLY_L2_CROWDED_CTAS) return 1;
     const int64_t wave = per_sm * sms; /* bytes <= l2 and wave <= the SMs' thread slots: no overflow */
     return (p->grid > wave ? bytes * wave / p->grid : bytes) <= l2 / 2;
