@@ -283,6 +283,14 @@ static int clusters_short(const tn_plan *plan, const tn_variant *var, const tn_p
            var->launches[0].grid < all && planned->cluster > 2;
 }
 
+/* The plan req makes, built into other (zeroed first); 0 where the scheduler refuses it or the build fails. */
+static int build_replan(tn_plan *plan, const tn_schedule_request *req, tn_variant *other) {
+    char err[320];
+    tn_plan_desc next;
+    memset(other, 0, sizeof *other);
+    return tn_schedule(req, &next, err, sizeof err) && build_alternative(plan, other, &next) == TN_STATUS_OK;
+}
+
 /* The scheduler's plan, built into var. Where the driver would not run all of
    a few-row cluster plan's clusters at once (the scheduler only estimates how
    clusters pack into GPCs), the plan the scheduler makes for that
@@ -342,13 +350,10 @@ static tn_status schedule_build(tn_plan *plan, tn_variant *var, build_for b, int
        no more; else they stay, saying so. */
     if (st == TN_STATUS_OK && kind < 0 && var->desc.shared_slice &&
         tn_plan_bound_ctas(&var->desc) < TN_SHARED_SLICE_CTAS) {
-        char err[320];
         tn_schedule_request req = adopted;
         req.no_shared_slice = 1;
-        tn_plan_desc next;
         tn_variant other;
-        memset(&other, 0, sizeof other);
-        if (tn_schedule(&req, &next, err, sizeof err) && build_alternative(plan, &other, &next) == TN_STATUS_OK) {
+        if (build_replan(plan, &req, &other)) {
             if (spill_bytes(&other) <= spill_bytes(var)) {
                 add_why(&other.desc, "; shared slices passed over: ptxas left them %d CTA%s an SM",
                         tn_plan_bound_ctas(&var->desc), tn_plan_bound_ctas(&var->desc) == 1 ? "" : "s");
@@ -371,6 +376,22 @@ static tn_status schedule_build(tn_plan *plan, tn_variant *var, build_for b, int
         if (build_alternative(plan, &other, &late) == TN_STATUS_OK) {
             if (spill_bytes(&other) < spill_bytes(var)) {
                 add_why(&other.desc, "; cols_early passed over: ptxas spilled %d bytes with it", spill_bytes(var));
+                adopt_variant(plan, var, &other);
+            } else {
+                release_variant(plan->ctx, &other);
+            }
+        }
+    }
+    /* A pipelined register plan (the next row's vectors beside this one's) on registers the estimate had room
+       for; where ptxas spilled anyway (layernorm f16 512 x 16384: 44 bytes at 64 registers), the plan made
+       without pipelining, if it spills less (before the kind is passed over for spilling). */
+    if (st == TN_STATUS_OK && kind < 0 && var->desc.pipeline && spill_bytes(var)) {
+        tn_schedule_request req = adopted;
+        req.no_pipeline = 1;
+        tn_variant other;
+        if (build_replan(plan, &req, &other)) {
+            if (spill_bytes(&other) < spill_bytes(var)) {
+                add_why(&other.desc, "; pipeline passed over: ptxas spilled %d bytes in it", spill_bytes(var));
                 adopt_variant(plan, var, &other);
             } else {
                 release_variant(plan->ctx, &other);

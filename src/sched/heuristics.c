@@ -42,7 +42,7 @@ static const kind_row k_kinds[] = {
     {TN_PLAN_TMA_WS, tn_schedule_tma_ws, tn_check_tma_ws, tn_candidates_tma_ws},
     {TN_PLAN_CLUSTER, tn_schedule_cluster, tn_check_cluster, tn_candidates_cluster},
     {TN_PLAN_TMA, tn_schedule_tma, tn_check_tma, tn_candidates_tma},
-    {TN_PLAN_REGISTER, tn_schedule_register, tn_check_register, tn_candidates_register},
+    {TN_PLAN_REGISTER, tn_schedule_register_kind, tn_check_register, tn_candidates_register},
     {TN_PLAN_LOOPED, tn_schedule_looped, tn_check_looped, tn_candidates_looped},
 };
 #define NUM_KINDS (int)(sizeof k_kinds / sizeof k_kinds[0])

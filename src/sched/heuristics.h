@@ -16,6 +16,7 @@ typedef struct tn_schedule_request {
     int max_cluster; /* 0, or the largest cluster a plan may take (the driver placed fewer clusters than planned) */
     int no_shared_slice; /* 1: pass over the shared slices (ptxas left their plan under TN_SHARED_SLICE_CTAS an SM) */
     int no_peel;         /* 1: no peeled register plan (the launch's tensors are not at one offset from 16 bytes) */
+    int no_pipeline;     /* 1: no pipelined register plan (ptxas spilled in the scheduler's) */
     int wide_slices;     /* 1: heavy fusions keep the wider slices (more vectors a thread in smaller CTAs, so more
                             clusters an SM): the driver placed fewer clusters of the narrower than their rows */
 } tn_schedule_request;
@@ -190,5 +191,11 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
 /* Register-plan grids of several waves are compiled for the CTAs an SM the
    row's registers allow where that is at most this many (many_wave_ctas). */
 #define TN_REG_BOUND_MAX_CTAS 4
+/* The register plan's rows are pipelined over a persistent grid (register.c, pipeline_few_groups) where the
+   row's registers leave at most TN_PIPELINE_MAX_CTAS CTAs an SM and the rows come to at most
+   TN_PIPELINE_MAX_GROUPS_AN_SM an SM: the CTAs of one wave start together and wait for their loads together,
+   and a few waves give their phases no time to drift apart. */
+#define TN_PIPELINE_MAX_CTAS 2
+#define TN_PIPELINE_MAX_GROUPS_AN_SM 6
 
 #endif

@@ -88,7 +88,8 @@ static int peel_vec(const tn_schedule_request *r, const tn_plan_desc *p) {
     return !r->no_peel && p->vec < full && r->cols >= 4 * full && matters ? full : 0;
 }
 
-static int schedule_register_vec(const tn_schedule_request *r, tn_plan_desc *p, int min_t, char *err, size_t cap);
+static int schedule_register_vec(const tn_schedule_request *r, tn_plan_desc *p, int min_t, int pipelines, char *err,
+                                 size_t cap);
 
 /* p peeled at vec `full` (one 16-byte access of the narrowest tensor): element alignment is enough. */
 static tn_plan_desc peeled(const tn_plan_desc *p, int full) {
@@ -99,20 +100,30 @@ static tn_plan_desc peeled(const tn_plan_desc *p, int full) {
     return q;
 }
 
-int tn_schedule_register(const tn_schedule_request *r, tn_plan_desc *p, int forced, char *err, size_t cap) {
-    (void)forced;
+/* The register plan, as other kinds weigh it (pipelines 0: one row group a CTA) or as the kind table takes it. */
+static int schedule_register(const tn_schedule_request *r, tn_plan_desc *p, int pipelines, char *err, size_t cap) {
     const int full = peel_vec(r, p);
     if (full) {
         tn_plan_desc q = peeled(p, full);
         tn_why(&q, "peel: vec %d from each row's first 16-byte boundary, the at most %d elements outside the vectors "
                "one a thread", full, 2 * full - 2);
         char peel_err[256];
-        if (schedule_register_vec(r, &q, 2 * full - 2, peel_err, sizeof peel_err)) {
+        if (schedule_register_vec(r, &q, 2 * full - 2, pipelines, peel_err, sizeof peel_err)) {
             *p = q;
             return 1;
         }
     }
-    return schedule_register_vec(r, p, 1, err, cap);
+    return schedule_register_vec(r, p, 1, pipelines, err, cap);
+}
+
+int tn_schedule_register(const tn_schedule_request *r, tn_plan_desc *p, int forced, char *err, size_t cap) {
+    (void)forced;
+    return schedule_register(r, p, 0, err, cap);
+}
+
+/* A forced register plan stays one row group a CTA: the base that tune's candidates and the tests vary. */
+int tn_schedule_register_kind(const tn_schedule_request *r, tn_plan_desc *p, int forced, char *err, size_t cap) {
+    return schedule_register(r, p, !forced, err, cap);
 }
 
 /* Rows a CTA of t threads a row takes: TN_BLOCK_TARGET threads, fewer where that leaves under two CTAs an SM. */
@@ -123,8 +134,45 @@ static int register_rows_per_cta(const tn_schedule_request *r, int t) {
     return rows_per_cta;
 }
 
-/* The register plan at p's vec, each row over at least min_t threads. */
-static int schedule_register_vec(const tn_schedule_request *r, tn_plan_desc *p, int min_t, char *err, size_t cap) {
+static int register_pipelined(const tn_schedule_request *r, const tn_plan_desc *p, tn_plan_desc *q);
+
+/* Rows of one row group a CTA whose registers leave at most TN_PIPELINE_MAX_CTAS CTAs an SM, at most
+   TN_PIPELINE_MAX_GROUPS_AN_SM row groups an SM: p pipelined over a persistent grid (register_pipelined), at
+   the most threads a row that take it (the fewest vectors a thread, so the next row's fit beside them). Such
+   a CTA loads its row, waits, reduces and stores with nothing else of its SM's loads in flight meanwhile (one
+   an SM), or beside one more that started with it and waits with it; over a few waves their phases do not
+   drift apart. The pipelined CTA's next row is in flight while it reduces and stores this one. tune on the
+   H100 (bf16, 2026-12-06, bench/results/2026-12-06-h100-s19-tune*.log), pipelined over 132 CTAs of 1024
+   threads against the one-CTA-a-row plan: rmsnorm 300 x 24576 10.48 us against 13.43 (1 CTA an SM, 2.3
+   rows an SM), 512 x 24576 17.48 against 20.61 (1, 3.9), layernorm 512 x 24576 18.71 against 22.47 (1, 3.9),
+   rmsnorm 512 x 12288 9.32 against 9.81 (2, 3.9), 512 x 16384 11.88 against 12.96, 700 x 16384 16.38
+   against 17.19 (2, 5.3), add_rmsnorm 512 x 16384 24.58 against 24.89; but rmsnorm 1000 x 24576 36.84
+   against 35.50 (2, 7.6) and 2000 x 16384 47.63 against 45.96 (2, 15): more waves drift apart. Not for
+   fusions with special functions an element: one CTA an SM computes them with nothing beside it (softmax 512 x
+   16384 15.14-15.44 us pipelined, 13.76 in one row a CTA at 2 an SM, H100, 2026-12-06-h100-s17-tune.log). */
+static int pipeline_few_groups(const tn_schedule_request *r, tn_plan_desc *p) {
+    const tn_device_props *d = r->props;
+    const int64_t per_sm = ctas_an_sm(d, row_regs(r, p->vec, p->batch), p->block_threads);
+    if (r->analysis->special_evals || p->rows_per_cta != 1 || per_sm > TN_PIPELINE_MAX_CTAS ||
+        r->rows > (int64_t)TN_PIPELINE_MAX_GROUPS_AN_SM * d->sm_count)
+        return 0;
+    for (int t = d->max_threads_per_block < 1024 ? d->max_threads_per_block : 1024; t >= p->threads_per_row;
+         t /= 2) {
+        tn_plan_desc s = *p, q;
+        if (!register_shape(r, &s, t, 1)) continue;
+        s.carry = tn_carry_fits(r, &s);
+        if (!register_pipelined(r, &s, &q)) continue;
+        q.carry = 0; /* tn_choose_carry decides it again, with its why */
+        *p = q;
+        return 1;
+    }
+    return 0;
+}
+
+/* The register plan at p's vec, each row over at least min_t threads; pipelined where pipeline_few_groups says
+   (pipelines 1). */
+static int schedule_register_vec(const tn_schedule_request *r, tn_plan_desc *p, int min_t, int pipelines, char *err,
+                                 size_t cap) {
     const tn_device_props *d = r->props;
     const int64_t nv = r->cols / p->vec;
     const int words = words_per_vector(r->analysis, p->vec);
@@ -164,10 +212,16 @@ static int schedule_register_vec(const tn_schedule_request *r, tn_plan_desc *p, 
                 *p = half;
                 tn_why(p, "%d threads would leave the row's last vector to some of them (ptxas loads it late)", t);
             }
+            const int per_sm = (int)ctas_an_sm(d, row_regs(r, p->vec, p->batch), p->block_threads);
+            const int piped = pipelines && !r->no_pipeline && pipeline_few_groups(r, p);
             tn_why(p, "%d threads per row x %d vectors each hold the row in registers (%d words/thread)%s",
-                   p->threads_per_row, p->batch, p->batch * words, widened ? ", widened for few rows" : "");
+                   p->threads_per_row, p->batch, p->batch * words, widened && !piped ? ", widened for few rows" : "");
             tn_why(p, "%d rows per CTA -> %d threads", p->rows_per_cta, p->block_threads);
-            if (p->ctas_per_sm)
+            if (piped)
+                tn_why(p, "pipeline: the next row's vectors loaded before this one reduces, over a persistent grid of "
+                       "%lld CTAs, as one row a CTA would leave %d CTA%s an SM over %.1f rows an SM", (long long)p->grid,
+                       per_sm, per_sm > 1 ? "s" : "", (double)r->rows / d->sm_count);
+            else if (p->ctas_per_sm)
                 tn_why(p, "compiled for %d CTAs an SM, as the row's registers allow: %s", p->ctas_per_sm,
                        p->grid > (int64_t)p->ctas_per_sm * d->sm_count ? "several waves of few CTAs an SM each"
                                                                      : "the grid in one wave");
@@ -208,6 +262,14 @@ int tn_candidates_register(const tn_schedule_request *r, const tn_plan_desc *bas
    more already has enough bytes in flight; layernorm at 8 spilled under the estimate), every CTA
    taking at least two row groups; compiled for that many CTAs an SM. 0 where that does not hold. A tune
    candidate (not yet measured: the scheduler does not choose it). */
+static int64_t pipelined_regs(const tn_schedule_request *r, const tn_plan_desc *p) {
+    const tn_analysis *a = r->analysis;
+    const int64_t next = p->batch * ceil_div((int64_t)p->vec * a->buffer_elem_bytes, 4);
+    const int64_t cols = p->batch <= 2 ? p->batch * ceil_div((int64_t)p->vec * a->col_elem_bytes, 4) : 0;
+    const int64_t carried = p->carry ? tn_plan_carry_floats(p, a->num_carried) : 0;
+    return row_regs(r, p->vec, p->batch) + next + cols + carried;
+}
+
 static int register_pipelined(const tn_schedule_request *r, const tn_plan_desc *p, tn_plan_desc *q) {
     /* ... and of 16-byte vectors (rows of 32-byte ones, beside f8 outputs, already took stack and spilled
        pipelined). */
@@ -217,10 +279,7 @@ static int register_pipelined(const tn_schedule_request *r, const tn_plan_desc *
     /* Beside the row's registers: the next row group's raw vectors of every ROW input, the COL vectors held across
        the loop (where a thread has two vectors or fewer) in their own dtypes, and carried values (a review
        found 34 mixed-dtype candidates spilling when only twice the row's share was counted). */
-    const int64_t next = p->batch * ceil_div((int64_t)p->vec * a->buffer_elem_bytes, 4);
-    const int64_t cols = p->batch <= 2 ? p->batch * ceil_div((int64_t)p->vec * a->col_elem_bytes, 4) : 0;
-    const int64_t carried = p->carry ? tn_plan_carry_floats(p, a->num_carried) : 0;
-    const int64_t regs = row_regs(r, p->vec, p->batch) + next + cols + carried;
+    const int64_t regs = pipelined_regs(r, p);
     if (regs > regs_cap(r->props, p->block_threads)) return 0;
     const int64_t per_sm = ctas_an_sm(r->props, regs, p->block_threads);
     const int64_t groups = ceil_div(r->rows, p->rows_per_cta), grid = per_sm * r->props->sm_count;

@@ -1043,6 +1043,62 @@ static void test_uneven_slices(tn_context *ctx) {
 
 /* pipeline: tune's register candidates over a persistent grid, loading the next row group ahead; never the
    scheduler's own (not yet measured); refused outside register plans and with peel. */
+/* The scheduler pipelines the register plan's rows over a persistent grid (pipeline_few_groups) where one row a
+   CTA leaves at most 2 CTAs an SM and the rows come to 2-6 an SM (from twice the persistent grid: 264 rows on
+   132 SMs, to 6 an SM: 792), and not for fusions with special functions an element, nor a forced register plan. */
+static void test_pipeline_few_groups(tn_context *ctx, const tn_device_props *d) {
+    tn_builtin_options o = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0};
+    const struct {
+        tn_builtin op;
+        int64_t rows, cols;
+        int piped;
+    } v[] = {
+        {TN_BUILTIN_RMSNORM, 300, 24576, 1},    /* 1 CTA an SM, 2.3 rows an SM */
+        {TN_BUILTIN_RMSNORM, 512, 16384, 1},    /* 2 an SM */
+        {TN_BUILTIN_LAYERNORM, 512, 24576, 1},
+        {TN_BUILTIN_RMSNORM, 1000, 24576, 0},   /* 7.6 rows an SM */
+        {TN_BUILTIN_RMSNORM, 2000, 16384, 0},
+        {TN_BUILTIN_RMSNORM, 512, 8192, 0},     /* 4 CTAs an SM */
+        {TN_BUILTIN_SOFTMAX, 512, 16384, 0},    /* exp an element */
+        {TN_BUILTIN_RMSNORM, 64, 16384, 0},     /* few rows: not even one a CTA of the persistent grid */
+    };
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        tn_fusion *f = NULL;
+        tn_fusion_builtin(ctx, v[i].op, &o, &f);
+        tn_analysis a;
+        tn_analyze(f, &a);
+        tn_schedule_request req = {&a, v[i].rows, v[i].cols, 16, -1, d};
+        tn_plan_desc p;
+        char err[320];
+        const int ok = tn_schedule(&req, &p, err, sizeof err);
+        CHECK(ok && (p.kind == TN_PLAN_REGISTER && p.pipeline) == v[i].piped &&
+                  (!p.pipeline || (p.grid % d->sm_count == 0 && p.grid * 2 <= v[i].rows &&
+                                   strstr(p.why, "pipeline:") && tn_plan_desc_check(&p, &a, d, 16, err, sizeof err))),
+              "%s %s %lldx%lld: %s pipeline %d, expected %d: %s", d->name, tn_builtin_name(v[i].op),
+              (long long)v[i].rows, (long long)v[i].cols, tn_plan_kind_name(p.kind), p.pipeline, v[i].piped,
+              ok ? p.why : err);
+        tn_fusion_destroy(f);
+    }
+    /* The edges: from twice the persistent grid, up to 6 rows an SM; a forced register plan stays one row a CTA. */
+    tn_fusion *f = NULL;
+    tn_fusion_builtin(ctx, TN_BUILTIN_RMSNORM, &o, &f);
+    tn_analysis a;
+    tn_analyze(f, &a);
+    const int64_t sms = d->sm_count;
+    const int64_t edge[][2] = {{2 * sms - 1, 0}, {2 * sms, 1}, {6 * sms, 1}, {6 * sms + 1, 0}};
+    for (int i = 0; i < 4; i++) {
+        tn_schedule_request req = {&a, edge[i][0], 20480, 16, -1, d};
+        tn_plan_desc p;
+        char err[320];
+        CHECK(tn_schedule(&req, &p, err, sizeof err) && p.pipeline == edge[i][1], "%s rmsnorm %lldx20480: pipeline %d",
+              d->name, (long long)edge[i][0], p.pipeline);
+        req.kind = TN_PLAN_REGISTER;
+        CHECK(tn_schedule(&req, &p, err, sizeof err) && !p.pipeline, "%s forced register %lldx20480 pipelined",
+              d->name, (long long)edge[i][0]);
+    }
+    tn_fusion_destroy(f);
+}
+
 static void test_pipeline(tn_context *ctx) {
     tn_device_props d;
     tn_device_props_for_target("h200", &d);
@@ -1118,6 +1174,9 @@ static void test_pipeline(tn_context *ctx) {
     CHECK(!tn_plan_desc_check(&p, &a, &d, 16, err, sizeof err) && strstr(err, "pipeline"), "a pipelined cluster: %s",
           err);
     tn_fusion_destroy(f);
+    test_pipeline_few_groups(ctx, &d);
+    tn_device_props_for_target("h100", &d);
+    test_pipeline_few_groups(ctx, &d);
 }
 
 /* cols_early: the COL vectors with the row's loads where every CTA runs at once and takes one row group (few long
@@ -1254,11 +1313,11 @@ static void test_early_l2(tn_context *ctx) {
     tn_fusion_destroy(f);
     /* Crowded grids count their first wave: rmsnorm 1000 x 12288 at 3 CTAs an SM moves 49 MB, 19 MB in its first
        wave (on); 2000 x 4096 without a bound, 33 MB, its first wave's under half the L2 by the registers (on);
-       layernorm 700 x 16384 at 2 an SM, 46 MB (on: not crowded). */
+       layernorm 800 x 16384 at 2 an SM, 52 MB (on: not crowded; 700 rows, 5.3 an SM, are pipelined). */
     static const struct { tn_builtin op; int64_t rows, cols; int bound; } w[] = {
         {TN_BUILTIN_RMSNORM, 1000, 12288, 3},
         {TN_BUILTIN_RMSNORM, 2000, 4096, 0},
-        {TN_BUILTIN_LAYERNORM, 700, 16384, 2}};
+        {TN_BUILTIN_LAYERNORM, 800, 16384, 2}};
     for (int i = 0; i < 3; i++) {
         tn_fusion_builtin(ctx, w[i].op, &o, &f);
         tn_analyze(f, &a);
