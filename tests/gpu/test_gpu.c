@@ -52,6 +52,7 @@ typedef struct gpu_case {
     int64_t pipeline_grid; /* a register plan replayed pipelined (plan field pipeline) over this many CTAs, if > 0 */
     const tn_plan_desc *desc; /* this plan (a tune candidate) replayed instead of the scheduler's, if set */
     int neg_inf;              /* masked rows: -inf over most of some rows (tn_check_options.neg_inf) */
+    int sched_pipelined;      /* the scheduler's plan must be pipelined (pipeline_few_groups) */
 } gpu_case;
 
 /* The plan's JSON (the caller frees it); the plan destroyed. */
@@ -229,7 +230,8 @@ static int run_case(tn_context *ctx, const gpu_case *c) {
         if (!bad && c->shared && grid != (c->shared == 2 ? (c->rows + 2) / 3 : c->rows) * cl)
             bad = "the shared-slice plan launched another grid", st = TN_STATUS_INTERNAL;
     }
-    if (st == TN_STATUS_OK && c->pipeline_grid && (!described_ok || !strstr(described, "\"pipeline\": 1")))
+    if (st == TN_STATUS_OK && (c->pipeline_grid || c->sched_pipelined) &&
+        (!described_ok || !strstr(described, "\"pipeline\": 1")))
         bad = "the plan that ran is not pipelined", st = TN_STATUS_INTERNAL;
     if (st == TN_STATUS_OK && c->desc && c->desc->l2_slice && (!described_ok || !strstr(described, "\"l2_slice\": 1")))
         bad = "the plan that ran does not keep its slices in L2", st = TN_STATUS_INTERNAL;
@@ -241,7 +243,12 @@ static int run_case(tn_context *ctx, const gpu_case *c) {
     float params[1] = {1e-5f};
     /* Shared slices: every row compared (the scheduler's: up to 128); a race in a stage gives wrong values, not
        unwritten ones. */
-    const int64_t compared = c->shared ? c->rows : ran_shared ? (c->rows < 128 ? c->rows : 128) : 64;
+    /* ... and pipelined rows (up to 4096): a CTA's later row groups are the ones its loop could get wrong. */
+    const int ran_pipelined = st == TN_STATUS_OK && strstr(described, "\"pipeline\": 1");
+    const int64_t compared = c->shared ? c->rows
+                             : ran_shared ? (c->rows < 128 ? c->rows : 128)
+                             : ran_pipelined ? (c->rows < 4096 ? c->rows : 4096)
+                                             : 64;
     tn_check_options co = {(uint64_t)(c->rows * 131 + c->cols), compared, c->pad, c->offset, c->launch_rows,
                            c->out_offset, c->in_place, c->neg_inf};
     if (st == TN_STATUS_OK) st = tn_gpu_check(plan, params, &co, &r);
@@ -477,6 +484,21 @@ static void run_pipelined(tn_context *ctx, int quick) {
                 run_case(ctx, &c);
             }
         }
+    /* The scheduler's own pipelined plans (2-6 rows an SM at 1-2 CTAs an SM of one row a CTA), every row
+       compared: launched for fewer rows (the grid cut), with row tiers (the tier of 301 rows pipelined too), in
+       place. */
+    static const struct { tn_builtin op; tn_dtype dt; int64_t rows, cols, launch; int tiers, in_place, quick; } s[] = {
+        {TN_BUILTIN_RMSNORM, TN_DTYPE_BF16, 300, 24576, 0, 0, 0, 1},
+        {TN_BUILTIN_LAYERNORM, TN_DTYPE_BF16, 700, 20480, 500, 0, 0, 0},
+        {TN_BUILTIN_ADD_RMSNORM, TN_DTYPE_F32, 700, 8192, 0, 0, 1, 1},
+        {TN_BUILTIN_RMSNORM, TN_DTYPE_F16, 400, 16384, 0, 0, 1, 0},
+        {TN_BUILTIN_RMSNORM, TN_DTYPE_BF16, 792, 16384, 301, 1, 0, 0}};
+    for (int i = 0; i < (int)(sizeof s / sizeof s[0]); i++) {
+        if (quick && !s[i].quick) continue;
+        gpu_case c = {s[i].op, s[i].dt, s[i].dt, s[i].dt, 0, s[i].rows, s[i].cols, NULL};
+        c.launch_rows = s[i].launch, c.row_tiers = s[i].tiers, c.in_place = s[i].in_place, c.sched_pipelined = 1;
+        run_case(ctx, &c);
+    }
 }
 
 /* Plan field cols_early (the COL vectors loaded with the row's): set on register plans (several rows a CTA,
