@@ -641,6 +641,15 @@ void test_compile(void) {
             compile_one(ctx, (tn_builtin)op, TN_DTYPE_BF16, 2000, model_cols[ci], NULL, &plans);
             compile_one(ctx, (tn_builtin)op, TN_DTYPE_F32, 33, model_cols[ci], NULL, &plans);
         }
+    /* 2-6 rows an SM of rows that leave 1-2 CTAs an SM, every dtype: the scheduler's pipelined register plans, or
+       where ptxas spills in one, the plan without (none spills). */
+    static const tn_dtype pipe_dts[] = {TN_DTYPE_BF16, TN_DTYPE_F16, TN_DTYPE_F32};
+    for (int op = 0; op < TN_BUILTIN_COUNT; op++)
+        for (int d = 0; d < 3; d++) {
+            const int64_t shrink = pipe_dts[d] == TN_DTYPE_F32 ? 2 : 1;
+            compile_one(ctx, (tn_builtin)op, pipe_dts[d], 400, 20480 / shrink, NULL, &plans);
+            compile_one(ctx, (tn_builtin)op, pipe_dts[d], 700, 16384 / shrink, NULL, &plans);
+        }
     /* Long rows off the powers of two, every dtype: no spills in the scheduler's plan (where its register estimate
        falls short, the plan of the next kind it would take). */
     static const int64_t long_rows[][2] = {{1000, 57344}, {4096, 49152}, {4096, 40000},
