@@ -358,6 +358,7 @@ static tn_status schedule_build(tn_plan *plan, tn_variant *var, build_for b, int
                 add_why(&other.desc, "; shared slices passed over: ptxas left them %d CTA%s an SM",
                         tn_plan_bound_ctas(&var->desc), tn_plan_bound_ctas(&var->desc) == 1 ? "" : "s");
                 adopt_variant(plan, var, &other);
+                adopted.no_shared_slice = 1; /* a later re-plan (the pipeline's) keeps them passed over */
             } else {
                 add_why(&var->desc, "; shared slices kept: the %s plan without them spilled %d bytes",
                         tn_plan_kind_name(other.desc.kind), spill_bytes(&other));

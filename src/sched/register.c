@@ -3,6 +3,8 @@
    uses are in sched_internal.h. */
 #include "sched/sched_internal.h"
 
+#include <string.h>
+
 /* CTAs an SM must hold for the grid to run in one wave, where it can and the
    row's registers allow it; 0 otherwise (ptxas chooses). ptxas otherwise
    trades occupancy for a few registers: rmsnorm 512 x 4096 at 512 threads
@@ -149,7 +151,9 @@ static int register_pipelined(const tn_schedule_request *r, const tn_plan_desc *
    against 17.19 (2, 5.3), add_rmsnorm 512 x 16384 24.58 against 24.89; but rmsnorm 1000 x 24576 36.84
    against 35.50 (2, 7.6) and 2000 x 16384 47.63 against 45.96 (2, 15): more waves drift apart. Not for
    fusions with special functions an element: one CTA an SM computes them with nothing beside it (softmax 512 x
-   16384 15.14-15.44 us pipelined, 13.76 in one row a CTA at 2 an SM, H100, 2026-12-06-h100-s17-tune.log). */
+   16384 15.14-15.44 us pipelined, 13.76 in one row a CTA at 2 an SM, H100, 2026-12-06-h100-s17-tune.log). Nor
+   at a width that leaves the row's last vector to some threads (halve_ragged: 20480 columns over 1024 threads
+   x 3, untimed; the one-row-a-CTA plan halves such widths). */
 static int pipeline_few_groups(const tn_schedule_request *r, tn_plan_desc *p) {
     const tn_device_props *d = r->props;
     const int64_t per_sm = ctas_an_sm(d, row_regs(r, p->vec, p->batch), p->block_threads);
@@ -158,11 +162,9 @@ static int pipeline_few_groups(const tn_schedule_request *r, tn_plan_desc *p) {
         return 0;
     for (int t = d->max_threads_per_block < 1024 ? d->max_threads_per_block : 1024; t >= p->threads_per_row;
          t /= 2) {
-        tn_plan_desc s = *p, q;
-        if (!register_shape(r, &s, t, 1)) continue;
-        s.carry = tn_carry_fits(r, &s);
-        if (!register_pipelined(r, &s, &q)) continue;
-        q.carry = 0; /* tn_choose_carry decides it again, with its why */
+        tn_plan_desc s = *p, q; /* nothing to carry: no special functions */
+        if (!register_shape(r, &s, t, 1) || halve_ragged(r->cols / s.vec, t) || !register_pipelined(r, &s, &q))
+            continue;
         *p = q;
         return 1;
     }
@@ -207,6 +209,7 @@ static int schedule_register_vec(const tn_schedule_request *r, tn_plan_desc *p, 
         if (register_shape(r, p, t, register_rows_per_cta(r, t))) {
             /* Half the threads where they divide the row and these leave its last vector to some (ragged). */
             tn_plan_desc half = *p;
+            const size_t why_len = strlen(p->why); /* the halving's note goes where the plan is pipelined */
             if (!p->peel && halve_ragged(nv, t) && t / 2 >= min_t &&
                 register_shape(r, &half, t / 2, register_rows_per_cta(r, t / 2))) {
                 *p = half;
@@ -214,6 +217,7 @@ static int schedule_register_vec(const tn_schedule_request *r, tn_plan_desc *p, 
             }
             const int per_sm = (int)ctas_an_sm(d, row_regs(r, p->vec, p->batch), p->block_threads);
             const int piped = pipelines && !r->no_pipeline && pipeline_few_groups(r, p);
+            if (piped) p->why[why_len] = '\0';
             tn_why(p, "%d threads per row x %d vectors each hold the row in registers (%d words/thread)%s",
                    p->threads_per_row, p->batch, p->batch * words, widened && !piped ? ", widened for few rows" : "");
             tn_why(p, "%d rows per CTA -> %d threads", p->rows_per_cta, p->block_threads);

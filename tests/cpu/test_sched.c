@@ -5,6 +5,7 @@
 #include "codegen/codegen.h"
 #include "ir/ir.h"
 #include "sched/heuristics.h"
+#include "sched/sched_internal.h"
 #include "test.h"
 
 static void check_invariants(const tn_plan_desc *p, const tn_analysis *a, const tn_device_props *d, int align,
@@ -1087,15 +1088,27 @@ static void test_pipeline_few_groups(tn_context *ctx, const tn_device_props *d) 
     const int64_t sms = d->sm_count;
     const int64_t edge[][2] = {{2 * sms - 1, 0}, {2 * sms, 1}, {6 * sms, 1}, {6 * sms + 1, 0}};
     for (int i = 0; i < 4; i++) {
-        tn_schedule_request req = {&a, edge[i][0], 20480, 16, -1, d};
+        tn_schedule_request req = {&a, edge[i][0], 16384, 16, -1, d};
         tn_plan_desc p;
         char err[320];
-        CHECK(tn_schedule(&req, &p, err, sizeof err) && p.pipeline == edge[i][1], "%s rmsnorm %lldx20480: pipeline %d",
+        CHECK(tn_schedule(&req, &p, err, sizeof err) && p.pipeline == edge[i][1], "%s rmsnorm %lldx16384: pipeline %d",
               d->name, (long long)edge[i][0], p.pipeline);
         req.kind = TN_PLAN_REGISTER;
-        CHECK(tn_schedule(&req, &p, err, sizeof err) && !p.pipeline, "%s forced register %lldx20480 pipelined",
+        CHECK(tn_schedule(&req, &p, err, sizeof err) && !p.pipeline, "%s forced register %lldx16384 pipelined",
               d->name, (long long)edge[i][0]);
+        /* ... and the register plan other kinds weigh (tn_schedule_register) stays one row a CTA */
+        req.kind = -1;
+        tn_plan_desc reg = p; /* the forced plan's common fields; the register ones made again */
+        CHECK(tn_schedule_register(&req, &reg, 0, err, sizeof err) && !reg.pipeline && reg.grid == edge[i][0],
+              "%s rmsnorm %lldx16384: the register plan other kinds weigh is pipelined (grid %lld)", d->name,
+              (long long)edge[i][0], (long long)reg.grid);
     }
+    /* Not at a width that leaves the row's last vector to some threads (20480 over 1024 threads x 3). */
+    tn_schedule_request ragged = {&a, 400, 20480, 16, -1, d};
+    tn_plan_desc p;
+    char err[320];
+    CHECK(tn_schedule(&ragged, &p, err, sizeof err) && !p.pipeline, "%s rmsnorm 400x20480 pipelined at %d x %d",
+          d->name, p.threads_per_row, p.batch);
     tn_fusion_destroy(f);
 }
 
@@ -1175,7 +1188,7 @@ static void test_pipeline(tn_context *ctx) {
           err);
     tn_fusion_destroy(f);
     test_pipeline_few_groups(ctx, &d);
-    tn_device_props_for_target("h100", &d);
+    tn_device_props_for_target("a100", &d); /* 108 SMs */
     test_pipeline_few_groups(ctx, &d);
 }
 

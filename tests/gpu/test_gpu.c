@@ -489,7 +489,7 @@ static void run_pipelined(tn_context *ctx, int quick) {
        place. */
     static const struct { tn_builtin op; tn_dtype dt; int64_t rows, cols, launch; int tiers, in_place, quick; } s[] = {
         {TN_BUILTIN_RMSNORM, TN_DTYPE_BF16, 300, 24576, 0, 0, 0, 1},
-        {TN_BUILTIN_LAYERNORM, TN_DTYPE_BF16, 700, 20480, 500, 0, 0, 0},
+        {TN_BUILTIN_LAYERNORM, TN_DTYPE_BF16, 700, 16384, 500, 0, 0, 0},
         {TN_BUILTIN_ADD_RMSNORM, TN_DTYPE_F32, 700, 8192, 0, 0, 1, 1},
         {TN_BUILTIN_RMSNORM, TN_DTYPE_F16, 400, 16384, 0, 0, 1, 0},
         {TN_BUILTIN_RMSNORM, TN_DTYPE_BF16, 792, 16384, 301, 1, 0, 0}};
