@@ -261,11 +261,7 @@ int tn_candidates_register(const tn_schedule_request *r, const tn_plan_desc *bas
     return n;
 }
 
-/* q: register plan p pipelined (plan field pipeline): a persistent grid of as many CTAs as the SMs hold
-   with two row groups' vectors a thread (this one's and the next one's), at most 4 vectors each (a thread of
-   more already has enough bytes in flight; layernorm at 8 spilled under the estimate), every CTA
-   taking at least two row groups; compiled for that many CTAs an SM. 0 where that does not hold. A tune
-   candidate (not yet measured: the scheduler does not choose it). */
+/* Registers a thread of pipelined plan p needs (register_pipelined). */
 static int64_t pipelined_regs(const tn_schedule_request *r, const tn_plan_desc *p) {
     const tn_analysis *a = r->analysis;
     const int64_t next = p->batch * ceil_div((int64_t)p->vec * a->buffer_elem_bytes, 4);
@@ -274,6 +270,11 @@ static int64_t pipelined_regs(const tn_schedule_request *r, const tn_plan_desc *
     return row_regs(r, p->vec, p->batch) + next + cols + carried;
 }
 
+/* q: register plan p pipelined (plan field pipeline): a persistent grid of as many CTAs as the SMs hold
+   with two row groups' vectors a thread (this one's and the next one's), at most 4 vectors each (a thread of
+   more already has enough bytes in flight; layernorm at 8 spilled under the estimate), every CTA
+   taking at least two row groups; compiled for that many CTAs an SM. 0 where that does not hold. A tune
+   candidate, and the scheduler's where pipeline_few_groups says. */
 static int register_pipelined(const tn_schedule_request *r, const tn_plan_desc *p, tn_plan_desc *q) {
     /* ... and of 16-byte vectors (rows of 32-byte ones, beside f8 outputs, already took stack and spilled
        pipelined). */
