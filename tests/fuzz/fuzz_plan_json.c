@@ -241,9 +241,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FUZZ_CHECK(p.grid >= 1 && p.grid <= INT_MAX, "checked plan: grid %lld", (long long)p.grid);
     FUZZ_CHECK(p.batch >= 1 && p.batch <= 64, "checked plan: batch %d", p.batch);
     FUZZ_CHECK(p.align_bytes <= align, "checked plan: needs %d-byte alignment, given %d", p.align_bytes, align);
-    FUZZ_CHECK(p.kind != TN_PLAN_REGISTER || tpr * p.batch * p.vec >= p.cols,
-               "checked register plan: %lld threads x %d vectors of %d do not cover %lld columns", (long long)tpr,
-               p.batch, p.vec, (long long)p.cols);
+    /* (a peeled row: whole vectors from its first 16-byte boundary, at most cols / vec of them, and the at most
+       2 vec - 2 elements outside them one a thread) */
+    FUZZ_CHECK(p.kind != TN_PLAN_REGISTER ||
+                   (p.peel ? tpr * p.batch >= p.cols / p.vec && tpr >= 2 * p.vec - 2 : tpr * p.batch * p.vec >= p.cols),
+               "checked register plan: %lld threads x %d vectors of %d do not cover %lld columns%s", (long long)tpr,
+               p.batch, p.vec, (long long)p.cols, p.peel ? " (peeled)" : "");
     FUZZ_CHECK(p.kind != TN_PLAN_LOOPED || rpc == 1, "checked looped plan with %lld rows per CTA", (long long)rpc);
     FUZZ_CHECK(p.ctas_per_sm >= 0 && (int64_t)p.ctas_per_sm * block <= props.max_threads_per_sm,
                "checked plan: %d CTAs of %lld threads an SM", p.ctas_per_sm, (long long)block);
