@@ -3,8 +3,6 @@
    uses are in sched_internal.h. */
 #include "sched/sched_internal.h"
 
-#include <string.h>
-
 /* CTAs an SM must hold for the grid to run in one wave, where it can and the
    row's registers allow it; 0 otherwise (ptxas chooses). ptxas otherwise
    trades occupancy for a few registers: rmsnorm 512 x 4096 at 512 threads
@@ -138,7 +136,7 @@ static int register_rows_per_cta(const tn_schedule_request *r, int t) {
 
 static int register_pipelined(const tn_schedule_request *r, const tn_plan_desc *p, tn_plan_desc *q);
 
-/* Rows of one row group a CTA whose registers leave at most TN_PIPELINE_MAX_CTAS CTAs an SM, at most
+/* Rows of one row group a CTA whose registers leave at most TN_PIPELINE_MAX_CTAS CTAs an SM (per_sm), at most
    TN_PIPELINE_MAX_GROUPS_AN_SM row groups an SM: p pipelined over a persistent grid (register_pipelined), at
    the most threads a row that take it (the fewest vectors a thread, so the next row's fit beside them). Such
    a CTA loads its row, waits, reduces and stores with nothing else of its SM's loads in flight meanwhile (one
@@ -154,9 +152,8 @@ static int register_pipelined(const tn_schedule_request *r, const tn_plan_desc *
    16384 15.14-15.44 us pipelined, 13.76 in one row a CTA at 2 an SM, H100, 2026-12-06-h100-s17-tune.log). Nor
    at a width that leaves the row's last vector to some threads (halve_ragged: 20480 columns over 1024 threads
    x 3, untimed; the one-row-a-CTA plan halves such widths). */
-static int pipeline_few_groups(const tn_schedule_request *r, tn_plan_desc *p) {
+static int pipeline_few_groups(const tn_schedule_request *r, tn_plan_desc *p, int64_t per_sm) {
     const tn_device_props *d = r->props;
-    const int64_t per_sm = ctas_an_sm(d, row_regs(r, p->vec, p->batch), p->block_threads);
     if (r->analysis->special_evals || p->rows_per_cta != 1 || per_sm > TN_PIPELINE_MAX_CTAS ||
         r->rows > (int64_t)TN_PIPELINE_MAX_GROUPS_AN_SM * d->sm_count)
         return 0;
@@ -209,15 +206,13 @@ static int schedule_register_vec(const tn_schedule_request *r, tn_plan_desc *p, 
         if (register_shape(r, p, t, register_rows_per_cta(r, t))) {
             /* Half the threads where they divide the row and these leave its last vector to some (ragged). */
             tn_plan_desc half = *p;
-            const size_t why_len = strlen(p->why); /* the halving's note goes where the plan is pipelined */
-            if (!p->peel && halve_ragged(nv, t) && t / 2 >= min_t &&
-                register_shape(r, &half, t / 2, register_rows_per_cta(r, t / 2))) {
-                *p = half;
-                tn_why(p, "%d threads would leave the row's last vector to some of them (ptxas loads it late)", t);
-            }
+            const int halved = !p->peel && halve_ragged(nv, t) && t / 2 >= min_t &&
+                               register_shape(r, &half, t / 2, register_rows_per_cta(r, t / 2));
+            if (halved) *p = half;
             const int per_sm = (int)ctas_an_sm(d, row_regs(r, p->vec, p->batch), p->block_threads);
-            const int piped = pipelines && !r->no_pipeline && pipeline_few_groups(r, p);
-            if (piped) p->why[why_len] = '\0';
+            const int piped = pipelines && !r->no_pipeline && pipeline_few_groups(r, p, per_sm);
+            if (halved && !piped)
+                tn_why(p, "%d threads would leave the row's last vector to some of them (ptxas loads it late)", t);
             tn_why(p, "%d threads per row x %d vectors each hold the row in registers (%d words/thread)%s",
                    p->threads_per_row, p->batch, p->batch * words, widened && !piped ? ", widened for few rows" : "");
             tn_why(p, "%d rows per CTA -> %d threads", p->rows_per_cta, p->block_threads);
@@ -261,15 +256,6 @@ int tn_candidates_register(const tn_schedule_request *r, const tn_plan_desc *bas
     return n;
 }
 
-/* Registers a thread of pipelined plan p needs (register_pipelined). */
-static int64_t pipelined_regs(const tn_schedule_request *r, const tn_plan_desc *p) {
-    const tn_analysis *a = r->analysis;
-    const int64_t next = p->batch * ceil_div((int64_t)p->vec * a->buffer_elem_bytes, 4);
-    const int64_t cols = p->batch <= 2 ? p->batch * ceil_div((int64_t)p->vec * a->col_elem_bytes, 4) : 0;
-    const int64_t carried = p->carry ? tn_plan_carry_floats(p, a->num_carried) : 0;
-    return row_regs(r, p->vec, p->batch) + next + cols + carried;
-}
-
 /* q: register plan p pipelined (plan field pipeline): a persistent grid of as many CTAs as the SMs hold
    with two row groups' vectors a thread (this one's and the next one's), at most 4 vectors each (a thread of
    more already has enough bytes in flight; layernorm at 8 spilled under the estimate), every CTA
@@ -284,7 +270,10 @@ static int register_pipelined(const tn_schedule_request *r, const tn_plan_desc *
     /* Beside the row's registers: the next row group's raw vectors of every ROW input, the COL vectors held across
        the loop (where a thread has two vectors or fewer) in their own dtypes, and carried values (a review
        found 34 mixed-dtype candidates spilling when only twice the row's share was counted). */
-    const int64_t regs = pipelined_regs(r, p);
+    const int64_t next = p->batch * ceil_div((int64_t)p->vec * a->buffer_elem_bytes, 4);
+    const int64_t cols = p->batch <= 2 ? p->batch * ceil_div((int64_t)p->vec * a->col_elem_bytes, 4) : 0;
+    const int64_t carried = p->carry ? tn_plan_carry_floats(p, a->num_carried) : 0;
+    const int64_t regs = row_regs(r, p->vec, p->batch) + next + cols + carried;
     if (regs > regs_cap(r->props, p->block_threads)) return 0;
     const int64_t per_sm = ctas_an_sm(r->props, regs, p->block_threads);
     const int64_t groups = ceil_div(r->rows, p->rows_per_cta), grid = per_sm * r->props->sm_count;
