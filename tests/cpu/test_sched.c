@@ -1042,6 +1042,51 @@ static void test_uneven_slices(tn_context *ctx) {
     printf("sched uneven slices: %d plans with a shorter last slice\n", uneven);
 }
 
+/* Lone CTAs over few waves (lone_ctas_few_waves): where one row a CTA leaves one CTA an SM over 2 to 6 rows an
+   SM and the register plan cannot pipeline (add_rmsnorm's two inputs, rows of more than 4 vectors a thread at
+   1024 threads), the rows split over clusters; not at 2 CTAs an SM, outside those rows, nor for fusions with
+   special functions. */
+static void test_lone_ctas_few_waves(tn_context *ctx, const tn_device_props *d) {
+    const int64_t sms = d->sm_count;
+    const struct {
+        tn_builtin op;
+        int64_t rows, cols;
+        int lone;
+    } v[] = {
+        {TN_BUILTIN_ADD_RMSNORM, 512, 24576, 1}, {TN_BUILTIN_ADD_RMSNORM, 300, 32768, 1},
+        {TN_BUILTIN_RMSNORM, 512, 32768, 1},     {TN_BUILTIN_ADD_RMSNORM, 6 * sms, 24576, 1},
+        {TN_BUILTIN_ADD_RMSNORM, 2 * sms, 24576, 1},
+        {TN_BUILTIN_ADD_RMSNORM, 6 * sms + 1, 24576, 0}, /* past 6 rows an SM */
+        {TN_BUILTIN_ADD_RMSNORM, 2 * sms - 1, 24576, 0}, /* under twice the SMs */
+        {TN_BUILTIN_ADD_RMSNORM, 96, 32768, 0},
+        {TN_BUILTIN_RMSNORM, 256, 24576, 0},             /* 2 CTAs an SM */
+        {TN_BUILTIN_RMSNORM, 512, 24576, 0},             /* pipelined */
+        {TN_BUILTIN_SOFTMAX, 512, 32768, 0},             /* exp an element */
+        {TN_BUILTIN_ADD_RMSNORM, 512, 4096, 0},          /* short rows, several CTAs an SM */
+    };
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        tn_builtin_options o = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0};
+        tn_fusion *f = NULL;
+        tn_fusion_builtin(ctx, v[i].op, &o, &f);
+        tn_analysis a;
+        tn_analyze(f, &a);
+        tn_schedule_request req = {&a, v[i].rows, v[i].cols, 16, -1, d};
+        tn_plan_desc p;
+        char err[320];
+        const int ok = tn_schedule(&req, &p, err, sizeof err);
+        const int lone = ok && p.kind == TN_PLAN_CLUSTER && strstr(p.why, "no room to pipeline") != NULL;
+        CHECK(ok && lone == v[i].lone && (!lone || tn_plan_desc_check(&p, &a, d, 16, err, sizeof err)),
+              "%s %s %lldx%lld: %s plan, lone %d, expected %d: %s", d->name, tn_builtin_name(v[i].op),
+              (long long)v[i].rows, (long long)v[i].cols, ok ? tn_plan_kind_name(p.kind) : "no", lone, v[i].lone,
+              ok ? p.why : err);
+        /* A forced register plan is still one row a CTA; a forced cluster plan is tune's base, not this rule's. */
+        req.kind = TN_PLAN_REGISTER;
+        CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_REGISTER && !p.pipeline, "%s forced: %s",
+              tn_builtin_name(v[i].op), err);
+        tn_fusion_destroy(f);
+    }
+}
+
 /* pipeline: tune's register candidates over a persistent grid, loading the next row group ahead; never the
    scheduler's own (not yet measured); refused outside register plans and with peel. */
 /* The scheduler pipelines the register plan's rows over a persistent grid (pipeline_few_groups) where one row a
@@ -1188,6 +1233,9 @@ static void test_pipeline(tn_context *ctx) {
           err);
     tn_fusion_destroy(f);
     test_pipeline_few_groups(ctx, &d);
+    test_lone_ctas_few_waves(ctx, &d);
+    tn_device_props_for_target("h100", &d);
+    test_lone_ctas_few_waves(ctx, &d);
     tn_device_props_for_target("a100", &d); /* 108 SMs */
     test_pipeline_few_groups(ctx, &d);
 }

@@ -53,6 +53,7 @@ typedef struct gpu_case {
     const tn_plan_desc *desc; /* this plan (a tune candidate) replayed instead of the scheduler's, if set */
     int neg_inf;              /* masked rows: -inf over most of some rows (tn_check_options.neg_inf) */
     int sched_pipelined;      /* the scheduler's plan must be pipelined (pipeline_few_groups) */
+    int sched_lone;           /* the scheduler's plan must be lone_ctas_few_waves's cluster plan */
 } gpu_case;
 
 /* The plan's JSON (the caller frees it); the plan destroyed. */
@@ -233,6 +234,8 @@ static int run_case(tn_context *ctx, const gpu_case *c) {
     if (st == TN_STATUS_OK && (c->pipeline_grid || c->sched_pipelined) &&
         (!described_ok || !strstr(described, "\"pipeline\": 1")))
         bad = "the plan that ran is not pipelined", st = TN_STATUS_INTERNAL;
+    if (st == TN_STATUS_OK && c->sched_lone && (!described_ok || !strstr(described, "no room to pipeline")))
+        bad = "the plan that ran is not the lone-waves cluster plan", st = TN_STATUS_INTERNAL;
     if (st == TN_STATUS_OK && c->desc && c->desc->l2_slice && (!described_ok || !strstr(described, "\"l2_slice\": 1")))
         bad = "the plan that ran does not keep its slices in L2", st = TN_STATUS_INTERNAL;
     /* Whether the plan that runs keeps its slices in shared memory (forced, or the scheduler's choice). */
@@ -247,7 +250,7 @@ static int run_case(tn_context *ctx, const gpu_case *c) {
     const int ran_pipelined = st == TN_STATUS_OK && strstr(described, "\"pipeline\": 1");
     const int64_t compared = c->shared ? c->rows
                              : ran_shared ? (c->rows < 128 ? c->rows : 128)
-                             : ran_pipelined ? (c->rows < 4096 ? c->rows : 4096)
+                             : ran_pipelined || c->sched_lone ? (c->rows < 4096 ? c->rows : 4096)
                                              : 64;
     tn_check_options co = {(uint64_t)(c->rows * 131 + c->cols), compared, c->pad, c->offset, c->launch_rows,
                            c->out_offset, c->in_place, c->neg_inf};
@@ -497,6 +500,27 @@ static void run_pipelined(tn_context *ctx, int quick) {
         if (quick && !s[i].quick) continue;
         gpu_case c = {s[i].op, s[i].dt, s[i].dt, s[i].dt, 0, s[i].rows, s[i].cols, NULL};
         c.launch_rows = s[i].launch, c.row_tiers = s[i].tiers, c.in_place = s[i].in_place, c.sched_pipelined = 1;
+        run_case(ctx, &c);
+    }
+}
+
+/* The scheduler's cluster plans for lone CTAs over few waves (lone_ctas_few_waves: one row a CTA would leave one
+   CTA an SM and cannot pipeline), every row compared: clusters that loop over rows streamed through stages,
+   launched for fewer rows (the plan of 512 rows at 401), with row tiers, in place, widths of whole vectors that
+   are not powers of two. */
+static void run_lone_waves(tn_context *ctx, int quick) {
+    static const struct { tn_builtin op; tn_dtype dt; int64_t rows, cols, launch; int tiers, in_place, stats, quick; } v[] = {
+        {TN_BUILTIN_ADD_RMSNORM, TN_DTYPE_BF16, 512, 24576, 0, 0, 0, 0, 1},
+        {TN_BUILTIN_ADD_RMSNORM, TN_DTYPE_BF16, 264, 32768, 0, 0, 1, 0, 0},
+        {TN_BUILTIN_RMSNORM, TN_DTYPE_BF16, 512, 32768, 401, 0, 0, 1, 0},
+        {TN_BUILTIN_RMSNORM, TN_DTYPE_F16, 300, 40960, 0, 0, 0, 0, 1},
+        {TN_BUILTIN_LAYERNORM, TN_DTYPE_F32, 384, 16384, 0, 0, 0, 1, 0},
+        {TN_BUILTIN_ADD_RMSNORM, TN_DTYPE_F32, 700, 12288, 0, 1, 0, 0, 0},
+        {TN_BUILTIN_ADD_RMSNORM, TN_DTYPE_BF16, 300, 20488, 0, 0, 1, 1, 1}};
+    for (int i = 0; i < (int)(sizeof v / sizeof v[0]); i++) {
+        if (quick && !v[i].quick) continue;
+        gpu_case c = {v[i].op, v[i].dt, v[i].dt, v[i].dt, v[i].stats, v[i].rows, v[i].cols, NULL};
+        c.launch_rows = v[i].launch, c.row_tiers = v[i].tiers, c.in_place = v[i].in_place, c.sched_lone = 1;
         run_case(ctx, &c);
     }
 }
@@ -1132,6 +1156,7 @@ int main(int argc, char **argv) {
         }
         run_row_tiers(ctx, 1);
         run_pipelined(ctx, 1);
+        if (props.cc_major >= 9) run_lone_waves(ctx, 1);
         run_peeled(ctx, 1);
         run_in_place(ctx, 1);
         run_online(ctx, 2);
@@ -1184,6 +1209,7 @@ int main(int argc, char **argv) {
     run_in_place(ctx, quick || sanitize);
     if (props.cc_major >= 9) run_uneven_slices(ctx, quick || sanitize);
     run_pipelined(ctx, quick || sanitize);
+    if (props.cc_major >= 9) run_lone_waves(ctx, quick || sanitize);
     if (props.cc_major >= 9) run_sixteen(ctx, quick || sanitize);
     if (props.cc_major >= 9) run_l2_slices(ctx, quick || sanitize);
     if (props.cc_major >= 9) run_late_trigger(ctx, quick || sanitize);
