@@ -503,8 +503,8 @@ static int pair_for_levels(const tn_schedule_request *r, const tn_plan_desc *reg
     tn_why(p, "cluster: %d reduction levels would each idle the register plan's one CTA an SM: each row split over 2 "
            "CTAs of %d threads, %d vectors each held in registers, compiled for %d CTAs an SM so that one's loads "
            "overlap another's reductions", a->num_levels, p->threads_per_row, p->batch, p->ctas_per_sm);
+    cache_cols(r, p); /* first: it may make the grid again (cluster_refit) */
     why_persistent_clusters(p);
-    cache_cols(r, p);
     return 1;
 }
 
@@ -681,25 +681,31 @@ static int schedule_l2_slices(const tn_schedule_request *r, const tn_plan_desc *
 
 /* Rows whose register plan (reg: one row a CTA) is a lone CTA an SM, in the window where the register plan
    would pipeline its rows (pipeline_few_groups: from twice the SMs to TN_PIPELINE_MAX_GROUPS_AN_SM rows an
-   SM) but cannot, as its registers leave no room for the next row's (add_rmsnorm's two inputs; rows of more
-   than 4 vectors a thread at 1024 threads); rows over TN_CLUSTER_SHORT_ROW_BYTES, no special functions. Such
+   SM) but, by the estimate, cannot (its registers leave no room for the next row's: add_rmsnorm's two inputs;
+   rows of more than 4 vectors a thread at 1024 threads; widths it would leave ragged); rows over
+   TN_CLUSTER_SHORT_ROW_BYTES in 16-byte vectors from 16-byte boundaries (the streamed stages' copies), no
+   special functions. Such
    a CTA loads its row, waits, reduces and stores with nothing else of its SM's in flight; split over a
    cluster whose clusters loop over the rows, the next row's slice streams in while this one reduces. tune
    on the H100 (bf16, 2026-12-06, bench/results/2026-12-06-h100-s19-tune*.log), the cluster plan this rule
    leads to (2 CTAs a row, 2 stages, one CTA an SM) against the register plan: add_rmsnorm 512 x 24576 37.13
-   us against 39.77; rmsnorm 512 x 32768 24.34 against 26.04. Not at 2 CTAs an SM (rmsnorm 256 x 24576:
-   11.27 against 10.23). Under twice the SMs the cluster plan the scheduler would take changes with every few
+   us against 39.77; rmsnorm 512 x 32768 24.34 against 26.04. Not at 2 CTAs an SM (rmsnorm 256 x 24576, one
+   wave: 11.27 against 10.23). Under twice the SMs the cluster plan the scheduler would take changes with every few
    rows (streamed or not, clusters of 2 or 8: too many row tiers), though rows under a wave gained too
    (add_rmsnorm 96 x 32768: 10.86 us against 12.36; 128 x 32768 14.59 against 14.69). */
 static int lone_ctas_few_waves(const tn_schedule_request *r, const tn_plan_desc *reg, int64_t row_bytes) {
     const tn_device_props *d = r->props;
-    if (r->analysis->special_evals || reg->peel || reg->rows_per_cta != 1 || row_bytes <= TN_CLUSTER_SHORT_ROW_BYTES ||
+    if (r->analysis->special_evals || reg->peel || !cluster_prefetch_ok(reg, r->analysis) || reg->rows_per_cta != 1 ||
+        row_bytes <= TN_CLUSTER_SHORT_ROW_BYTES ||
         r->rows < 2 * (int64_t)d->sm_count || r->rows > (int64_t)TN_PIPELINE_MAX_GROUPS_AN_SM * d->sm_count ||
         ctas_an_sm(d, row_regs(r, reg->vec, reg->batch), reg->block_threads) > 1)
         return 0;
+    /* On the estimate: where ptxas spilled in the pipelined plan (no_pipeline), the register plan without. */
+    tn_schedule_request est = *r;
+    est.no_pipeline = 0;
     tn_plan_desc kind = *reg;
     char err[256];
-    return tn_schedule_register_kind(r, &kind, 0, err, sizeof err) && !kind.pipeline;
+    return tn_schedule_register_kind(&est, &kind, 0, err, sizeof err) && !kind.pipeline;
 }
 
 int tn_schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int forced, char *err, size_t cap) {
@@ -744,8 +750,8 @@ int tn_schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int force
     if (!forced && spread_window && !too_few_bytes && spread_short_rows(r, p)) return 1;
     const int lone = !forced && !few && one_cta && lone_ctas_few_waves(r, &reg, row_bytes);
     if (lone)
-        tn_why(p, "cluster: the register plan's one row a CTA would leave one CTA an SM over %.1f rows an SM, and its "
-               "registers leave no room to pipeline the next row", (double)r->rows / d->sm_count);
+        tn_why(p, "lone CTAs: one row a CTA leaves one an SM over %.1f rows an SM, unpipelined",
+               (double)r->rows / d->sm_count);
     if (!forced && !few && !heavy_waves && !lone) {
         if (too_few_bytes)
             REJECT("the register plan holds the row (%lld bytes) in one CTA, and %lld rows leave too few bytes a row "
@@ -825,9 +831,10 @@ int tn_schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int force
     tn_why(p, "cluster: each row split over %d CTAs of %d threads, %d vectors each held in registers (%lld bytes a "
            "CTA); reductions meet through distributed shared memory", cl, p->threads_per_row, p->batch,
            (long long)(tn_cluster_slice_vectors(nv, cl) * p->vec * a->buffer_elem_bytes));
+    /* The COL cache first: it may make the grid again (cluster_refit). */
+    if (rows_loop) cache_cols(r, p);
     why_persistent_clusters(p);
     why_streamed(p);
-    if (rows_loop) cache_cols(r, p);
     why_ctas_per_sm(p, a);
     tn_choose_carry(r, p);
     return 1;

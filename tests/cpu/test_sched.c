@@ -1059,7 +1059,7 @@ static void test_lone_ctas_few_waves(tn_context *ctx, const tn_device_props *d) 
         {TN_BUILTIN_ADD_RMSNORM, 6 * sms + 1, 24576, 0}, /* past 6 rows an SM */
         {TN_BUILTIN_ADD_RMSNORM, 2 * sms - 1, 24576, 0}, /* under twice the SMs */
         {TN_BUILTIN_ADD_RMSNORM, 96, 32768, 0},
-        {TN_BUILTIN_RMSNORM, 256, 24576, 0},             /* 2 CTAs an SM */
+        {TN_BUILTIN_ADD_RMSNORM, 512, 8192, 0},          /* 4 CTAs an SM */
         {TN_BUILTIN_RMSNORM, 512, 24576, 0},             /* pipelined */
         {TN_BUILTIN_SOFTMAX, 512, 32768, 0},             /* exp an element */
         {TN_BUILTIN_ADD_RMSNORM, 512, 4096, 0},          /* short rows, several CTAs an SM */
@@ -1074,7 +1074,7 @@ static void test_lone_ctas_few_waves(tn_context *ctx, const tn_device_props *d) 
         tn_plan_desc p;
         char err[320];
         const int ok = tn_schedule(&req, &p, err, sizeof err);
-        const int lone = ok && p.kind == TN_PLAN_CLUSTER && strstr(p.why, "no room to pipeline") != NULL;
+        const int lone = ok && p.kind == TN_PLAN_CLUSTER && strstr(p.why, "lone CTAs:") != NULL;
         CHECK(ok && lone == v[i].lone && (!lone || tn_plan_desc_check(&p, &a, d, 16, err, sizeof err)),
               "%s %s %lldx%lld: %s plan, lone %d, expected %d: %s", d->name, tn_builtin_name(v[i].op),
               (long long)v[i].rows, (long long)v[i].cols, ok ? tn_plan_kind_name(p.kind) : "no", lone, v[i].lone,
@@ -1083,8 +1083,43 @@ static void test_lone_ctas_few_waves(tn_context *ctx, const tn_device_props *d) 
         req.kind = TN_PLAN_REGISTER;
         CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_REGISTER && !p.pipeline, "%s forced: %s",
               tn_builtin_name(v[i].op), err);
+        req.kind = TN_PLAN_CLUSTER;
+        CHECK(!tn_schedule(&req, &p, err, sizeof err) || !strstr(p.why, "lone CTAs:"), "%s forced cluster: %s",
+              tn_builtin_name(v[i].op), p.why);
         tn_fusion_destroy(f);
     }
+    /* Only rows of 16-byte vectors from 16-byte boundaries (the stages' bulk copies): not rows narrowed by their
+       alignment, odd widths, nor the unpeeled plan beside a peeled one (no_peel); and on the estimate, so that
+       where ptxas spilled in the pipelined plan (no_pipeline) the register plan without it stays. */
+    tn_builtin_options o = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0};
+    tn_fusion *f = NULL;
+    tn_fusion_builtin(ctx, TN_BUILTIN_ADD_RMSNORM, &o, &f);
+    tn_analysis a;
+    tn_analyze(f, &a);
+    const struct { int64_t cols; int align, no_peel, no_pipeline, lone; } w[] = {
+        {24576, 16, 0, 0, 1}, {24576, 8, 0, 0, 0}, {24576, 2, 0, 0, 0}, {24577, 16, 0, 0, 0}, {24577, 16, 1, 0, 0},
+        {24576, 16, 0, 1, 1}};
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+        tn_schedule_request req = {&a, 512, w[i].cols, w[i].align, -1, d};
+        req.no_peel = w[i].no_peel, req.no_pipeline = w[i].no_pipeline;
+        tn_plan_desc p;
+        char err[320];
+        const int ok = tn_schedule(&req, &p, err, sizeof err);
+        CHECK(ok && (p.kind == TN_PLAN_CLUSTER && strstr(p.why, "lone CTAs:")) == w[i].lone,
+              "%s add_rmsnorm 512x%lld align %d no_peel %d no_pipeline %d: lone expected %d: %s", d->name,
+              (long long)w[i].cols, w[i].align, w[i].no_peel, w[i].no_pipeline, w[i].lone, ok ? p.why : err);
+    }
+    tn_fusion_destroy(f);
+    /* The spill fallback: a layernorm the scheduler pipelines keeps the register plan without (not clusters). */
+    tn_fusion_builtin(ctx, TN_BUILTIN_LAYERNORM, &o, &f);
+    tn_analyze(f, &a);
+    tn_schedule_request req = {&a, 512, 24576, 16, -1, d};
+    req.no_pipeline = 1;
+    tn_plan_desc p;
+    char err[320];
+    CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_REGISTER && !p.pipeline,
+          "%s layernorm 512x24576 no_pipeline: %s plan: %s", d->name, tn_plan_kind_name(p.kind), p.why);
+    tn_fusion_destroy(f);
 }
 
 /* pipeline: tune's register candidates over a persistent grid, loading the next row group ahead; never the
