@@ -685,12 +685,12 @@ static int schedule_l2_slices(const tn_schedule_request *r, const tn_plan_desc *
    rows of more than 4 vectors a thread at 1024 threads; widths it would leave ragged); rows over
    TN_CLUSTER_SHORT_ROW_BYTES in 16-byte vectors from 16-byte boundaries (the streamed stages' copies), no
    special functions. Such
-   a CTA loads its row, waits, reduces and stores with nothing else of its SM's in flight; split over a
-   cluster whose clusters loop over the rows, the next row's slice streams in while this one reduces. tune
-   on the H100 (bf16, 2026-12-06, bench/results/2026-12-06-h100-s19-tune*.log), the cluster plan this rule
-   leads to (2 CTAs a row, 2 stages, one CTA an SM) against the register plan: add_rmsnorm 512 x 24576 37.13
-   us against 39.77; rmsnorm 512 x 32768 24.34 against 26.04. Not at 2 CTAs an SM (rmsnorm 256 x 24576, one
-   wave: 11.27 against 10.23). Under twice the SMs the cluster plan the scheduler would take changes with every few
+   a CTA loads its row, waits, reduces and stores with nothing else of its SM's in flight; split over
+   clusters that loop over the rows at 2 CTAs an SM (cluster_pick_lone), one CTA's next rows stream in while
+   the other reduces. tune on the H100 (bf16; `bench/regret.py --rescore` over the H100 tune logs), the plan
+   this rule leads to against the register plan: add_rmsnorm 512 x 24576 35.64 us against 39.77, 512 x 32768
+   48.76 against 50.18, rmsnorm 512 x 32768 24.62 against 26.04. Not where one row a CTA is 2 CTAs an SM
+   (rmsnorm 256 x 24576, one wave: clusters of 2 at 11.27 against 10.23). Under twice the SMs the cluster plan the scheduler would take changes with every few
    rows (streamed or not, clusters of 2 or 8: too many row tiers), though rows under a wave gained too
    (add_rmsnorm 96 x 32768: 10.86 us against 12.36; 128 x 32768 14.59 against 14.69). */
 static int lone_ctas_few_waves(const tn_schedule_request *r, const tn_plan_desc *reg, int64_t row_bytes) {
@@ -706,6 +706,28 @@ static int lone_ctas_few_waves(const tn_schedule_request *r, const tn_plan_desc 
     tn_plan_desc kind = *reg;
     char err[256];
     return tn_schedule_register_kind(&est, &kind, 0, err, sizeof err) && !kind.pipeline;
+}
+
+/* The clusters for lone_ctas_few_waves's rows: the smallest cluster whose CTAs, at most TN_REG_BATCH_LONG
+   vectors a thread (the fewest threads from 128), fit 2 an SM with their next rows streamed into as many
+   stages as leave 2 an SM (2, else 1), the COL slices read from L2: one CTA's loads in flight while the other
+   reduces. tune on the H100 (bf16): add_rmsnorm 512 x 24576 35.44 us over 2 CTAs of 256 x 6, 2 stages, 2 an
+   SM, against 37.13 over 2 of 512 x 3 at one an SM (cluster_pick_streamed's; 2026-12-06-h100-s19-tune2.log);
+   512 x 32768 48.76 over 2 of 256 x 8, one stage, 2 an SM (the best of 170 candidates), against 51.32 over 2
+   of 512 x 4 with 2 stages at one and 50.18 in the register plan (2026-12-05-h100-tune-s10.log); rmsnorm 512
+   x 32768 24.42 over 2 of 256 x 8, 2 stages, 2 an SM, 24.34 with the COL slices cached (s19-tune2). Returns
+   the cluster size, 0 (p untouched) where none fits. */
+static int cluster_pick_lone(const tn_schedule_request *r, tn_plan_desc *p) {
+    for (int c = 2; c <= TN_MAX_CLUSTER; c *= 2)
+        for (int stages = 2; stages >= 1; stages--) {
+            tn_plan_desc q = *p, s;
+            if (cluster_fit(r, &q, c, TN_REG_BATCH_LONG, 2) && cluster_prefetch_ok(&q, r->analysis) &&
+                cluster_staged(r, &q, stages, &s) && slice_ctas_an_sm(r, &s) >= 2) {
+                *p = s;
+                return c;
+            }
+        }
+    return 0;
 }
 
 int tn_schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int forced, char *err, size_t cap) {
@@ -791,7 +813,9 @@ int tn_schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int force
     const int most = heavy && a->num_carried && even && !r->wide_slices ? TN_REG_BATCH_LONG : old_most;
     const tn_plan_desc base = *p;
     const int batch = slice_batch(a, most);
-    int cl = !forced && !few && !heavy ? cluster_pick_streamed(r, p, batch, 1) : 0;
+    const int lone_cl = lone ? cluster_pick_lone(r, p) : 0;
+    int cl = lone_cl;
+    if (!cl) cl = !forced && !few && !heavy ? cluster_pick_streamed(r, p, batch, 1) : 0;
     if (!cl) cl = cluster_pick(r, p, batch, heavy, few, must_carry);
     if (cl && few && most != old_most && tn_plan_grid_loops(p)) {
         tn_plan_desc q = base;
@@ -832,7 +856,7 @@ int tn_schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int force
            "CTA); reductions meet through distributed shared memory", cl, p->threads_per_row, p->batch,
            (long long)(tn_cluster_slice_vectors(nv, cl) * p->vec * a->buffer_elem_bytes));
     /* The COL cache first: it may make the grid again (cluster_refit). */
-    if (rows_loop) cache_cols(r, p);
+    if (rows_loop && !lone_cl) cache_cols(r, p); /* lone clusters: 2 an SM, not the cache's */
     why_persistent_clusters(p);
     why_streamed(p);
     why_ctas_per_sm(p, a);
