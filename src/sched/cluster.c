@@ -681,18 +681,16 @@ static int schedule_l2_slices(const tn_schedule_request *r, const tn_plan_desc *
 
 /* Rows whose register plan (reg: one row a CTA) is a lone CTA an SM, in the window where the register plan
    would pipeline its rows (pipeline_few_groups: from twice the SMs to TN_PIPELINE_MAX_GROUPS_AN_SM rows an
-   SM) but, by the estimate, cannot (its registers leave no room for the next row's: add_rmsnorm's two inputs;
-   rows of more than 4 vectors a thread at 1024 threads; widths it would leave ragged); rows over
+   SM) but, by the estimate, cannot (no room in registers for the next row's: add_rmsnorm's two inputs; rows
+   of more than 4 vectors a thread at 1024 threads; widths it would leave ragged); rows over
    TN_CLUSTER_SHORT_ROW_BYTES in 16-byte vectors from 16-byte boundaries (the streamed stages' copies), no
-   special functions. Such
-   a CTA loads its row, waits, reduces and stores with nothing else of its SM's in flight; split over
-   clusters that loop over the rows at 2 CTAs an SM (cluster_pick_lone), one CTA's next rows stream in while
-   the other reduces. tune on the H100 (bf16; `bench/regret.py --rescore` over the H100 tune logs), the plan
-   this rule leads to against the register plan: add_rmsnorm 512 x 24576 35.64 us against 39.77, 512 x 32768
-   48.76 against 50.18, rmsnorm 512 x 32768 24.62 against 26.04. Not where one row a CTA is 2 CTAs an SM
-   (rmsnorm 256 x 24576, one wave: clusters of 2 at 11.27 against 10.23). Under twice the SMs the cluster plan the scheduler would take changes with every few
-   rows (streamed or not, clusters of 2 or 8: too many row tiers), though rows under a wave gained too
-   (add_rmsnorm 96 x 32768: 10.86 us against 12.36; 128 x 32768 14.59 against 14.69). */
+   special functions. Such a CTA loads its row, waits, reduces and stores with nothing else of its SM's in
+   flight; split over clusters that loop over the rows at 2 CTAs an SM (cluster_pick_lone, whose comment has
+   the times), one CTA's next rows stream in while the other reduces. Not where one row a CTA is 2 CTAs an SM
+   (tune, H100: rmsnorm 256 x 24576, one wave, clusters of 2 at 11.27 us against 10.23). Under twice the SMs
+   the cluster plan the scheduler would take changes with every few rows (streamed or not, clusters of 2 or
+   8: too many row tiers), though rows under a wave gained too (add_rmsnorm 96 x 32768: 10.86 us against
+   12.36; 128 x 32768 14.59 against 14.69). */
 static int lone_ctas_few_waves(const tn_schedule_request *r, const tn_plan_desc *reg, int64_t row_bytes) {
     const tn_device_props *d = r->props;
     if (r->analysis->special_evals || reg->peel || !cluster_prefetch_ok(reg, r->analysis) || reg->rows_per_cta != 1 ||
@@ -700,23 +698,19 @@ static int lone_ctas_few_waves(const tn_schedule_request *r, const tn_plan_desc 
         r->rows < 2 * (int64_t)d->sm_count || r->rows > (int64_t)TN_PIPELINE_MAX_GROUPS_AN_SM * d->sm_count ||
         ctas_an_sm(d, row_regs(r, reg->vec, reg->batch), reg->block_threads) > 1)
         return 0;
-    /* On the estimate: where ptxas spilled in the pipelined plan (no_pipeline), the register plan without. */
-    tn_schedule_request est = *r;
-    est.no_pipeline = 0;
-    tn_plan_desc kind = *reg;
-    char err[256];
-    return tn_schedule_register_kind(&est, &kind, 0, err, sizeof err) && !kind.pipeline;
+    return !tn_register_pipelines(r, reg);
 }
 
 /* The clusters for lone_ctas_few_waves's rows: the smallest cluster whose CTAs, at most TN_REG_BATCH_LONG
    vectors a thread (the fewest threads from 128), fit 2 an SM with their next rows streamed into as many
    stages as leave 2 an SM (2, else 1), the COL slices read from L2: one CTA's loads in flight while the other
-   reduces. tune on the H100 (bf16): add_rmsnorm 512 x 24576 35.44 us over 2 CTAs of 256 x 6, 2 stages, 2 an
-   SM, against 37.13 over 2 of 512 x 3 at one an SM (cluster_pick_streamed's; 2026-12-06-h100-s19-tune2.log);
-   512 x 32768 48.76 over 2 of 256 x 8, one stage, 2 an SM (the best of 170 candidates), against 51.32 over 2
-   of 512 x 4 with 2 stages at one and 50.18 in the register plan (2026-12-05-h100-tune-s10.log); rmsnorm 512
-   x 32768 24.42 over 2 of 256 x 8, 2 stages, 2 an SM, 24.34 with the COL slices cached (s19-tune2). Returns
-   the cluster size, 0 (p untouched) where none fits. */
+   reduces. tune on the H100 (bf16), against the register plan's one row a CTA: add_rmsnorm 512 x 24576 35.44
+   us over 2 CTAs of 256 x 6, 2 stages, 2 an SM, against 39.77 (37.13 over 2 of 512 x 3 at one an SM,
+   cluster_pick_streamed's; 2026-12-06-h100-s19-tune2.log); 512 x 32768 48.76 over 2 of 256 x 8, one stage, 2
+   an SM (the best of 170 candidates), against 50.18 (51.32 over 2 of 512 x 4 with 2 stages at one;
+   2026-12-05-h100-tune-s10.log); rmsnorm 512 x 32768 24.42 over 2 of 256 x 8, 2 stages, 2 an SM, against
+   26.04 (24.34 with the COL slices cached; s19-tune2). Returns the cluster size, 0 (p untouched) where none
+   fits. */
 static int cluster_pick_lone(const tn_schedule_request *r, tn_plan_desc *p) {
     for (int c = 2; c <= TN_MAX_CLUSTER; c *= 2)
         for (int stages = 2; stages >= 1; stages--) {
@@ -855,8 +849,8 @@ int tn_schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int force
     tn_why(p, "cluster: each row split over %d CTAs of %d threads, %d vectors each held in registers (%lld bytes a "
            "CTA); reductions meet through distributed shared memory", cl, p->threads_per_row, p->batch,
            (long long)(tn_cluster_slice_vectors(nv, cl) * p->vec * a->buffer_elem_bytes));
-    /* The COL cache first: it may make the grid again (cluster_refit). */
-    if (rows_loop && !lone_cl) cache_cols(r, p); /* lone clusters: 2 an SM, not the cache's */
+    /* The COL cache (not for lone clusters: 2 an SM) before the grid's why: it may make the grid again. */
+    if (rows_loop && !lone_cl) cache_cols(r, p);
     why_persistent_clusters(p);
     why_streamed(p);
     why_ctas_per_sm(p, a);

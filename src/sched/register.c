@@ -168,6 +168,13 @@ static int pipeline_few_groups(const tn_schedule_request *r, tn_plan_desc *p, in
     return 0;
 }
 
+/* Whether the kind table's register plan would be reg (tn_schedule_register's, unpeeled) pipelined, by the
+   estimate: pipeline_few_groups, whatever r->no_pipeline (ptxas's spill fallback) says. */
+int tn_register_pipelines(const tn_schedule_request *r, const tn_plan_desc *reg) {
+    tn_plan_desc q = *reg;
+    return pipeline_few_groups(r, &q, ctas_an_sm(r->props, row_regs(r, reg->vec, reg->batch), reg->block_threads));
+}
+
 /* The register plan at p's vec, each row over at least min_t threads; pipelined where pipeline_few_groups says
    (pipelines 1). */
 static int schedule_register_vec(const tn_schedule_request *r, tn_plan_desc *p, int min_t, int pipelines, char *err,

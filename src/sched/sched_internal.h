@@ -73,6 +73,7 @@ int tn_check_vector_align(const tn_plan_desc *p, const tn_analysis *a, char *err
 /* Each kind's row of the kind table (heuristics.c, kind_row): schedule, check, candidates. */
 int tn_schedule_register(const tn_schedule_request *r, tn_plan_desc *p, int forced, char *err, size_t cap);
 int tn_schedule_register_kind(const tn_schedule_request *r, tn_plan_desc *p, int forced, char *err, size_t cap);
+int tn_register_pipelines(const tn_schedule_request *r, const tn_plan_desc *reg);
 int tn_check_register(const tn_plan_desc *p, const tn_analysis *a, const tn_device_props *d, char *err, size_t cap);
 int tn_candidates_register(const tn_schedule_request *r, const tn_plan_desc *base, tn_plan_desc *out, int cap);
 

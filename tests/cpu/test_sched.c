@@ -1065,9 +1065,7 @@ static void test_lone_ctas_few_waves(tn_context *ctx, const tn_device_props *d) 
         {TN_BUILTIN_ADD_RMSNORM, 512, 4096, 0},          /* short rows, several CTAs an SM */
     };
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
-        tn_builtin_options o = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0};
-        tn_fusion *f = NULL;
-        tn_fusion_builtin(ctx, v[i].op, &o, &f);
+        tn_fusion *f = test_builtin(ctx, v[i].op, TN_DTYPE_BF16);
         tn_analysis a;
         tn_analyze(f, &a);
         tn_schedule_request req = {&a, v[i].rows, v[i].cols, 16, -1, d};
@@ -1091,9 +1089,7 @@ static void test_lone_ctas_few_waves(tn_context *ctx, const tn_device_props *d) 
     /* Only rows of 16-byte vectors from 16-byte boundaries (the stages' bulk copies): not rows narrowed by their
        alignment, odd widths, nor the unpeeled plan beside a peeled one (no_peel); and on the estimate, so that
        where ptxas spilled in the pipelined plan (no_pipeline) the register plan without it stays. */
-    tn_builtin_options o = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0};
-    tn_fusion *f = NULL;
-    tn_fusion_builtin(ctx, TN_BUILTIN_ADD_RMSNORM, &o, &f);
+    tn_fusion *f = test_builtin(ctx, TN_BUILTIN_ADD_RMSNORM, TN_DTYPE_BF16);
     tn_analysis a;
     tn_analyze(f, &a);
     const struct { int64_t cols; int align, no_peel, no_pipeline, lone; } w[] = {
@@ -1111,7 +1107,7 @@ static void test_lone_ctas_few_waves(tn_context *ctx, const tn_device_props *d) 
     }
     tn_fusion_destroy(f);
     /* The spill fallback: a layernorm the scheduler pipelines keeps the register plan without (not clusters). */
-    tn_fusion_builtin(ctx, TN_BUILTIN_LAYERNORM, &o, &f);
+    f = test_builtin(ctx, TN_BUILTIN_LAYERNORM, TN_DTYPE_BF16);
     tn_analyze(f, &a);
     tn_schedule_request req = {&a, 512, 24576, 16, -1, d};
     req.no_pipeline = 1;
@@ -1122,13 +1118,10 @@ static void test_lone_ctas_few_waves(tn_context *ctx, const tn_device_props *d) 
     tn_fusion_destroy(f);
 }
 
-/* pipeline: tune's register candidates over a persistent grid, loading the next row group ahead; never the
-   scheduler's own (not yet measured); refused outside register plans and with peel. */
 /* The scheduler pipelines the register plan's rows over a persistent grid (pipeline_few_groups) where one row a
    CTA leaves at most 2 CTAs an SM and the rows come to 2-6 an SM (from twice the persistent grid: 264 rows on
    132 SMs, to 6 an SM: 792), and not for fusions with special functions an element, nor a forced register plan. */
 static void test_pipeline_few_groups(tn_context *ctx, const tn_device_props *d) {
-    tn_builtin_options o = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0};
     const struct {
         tn_builtin op;
         int64_t rows, cols;
@@ -1144,8 +1137,7 @@ static void test_pipeline_few_groups(tn_context *ctx, const tn_device_props *d) 
         {TN_BUILTIN_RMSNORM, 64, 16384, 0},     /* few rows: not even one a CTA of the persistent grid */
     };
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
-        tn_fusion *f = NULL;
-        tn_fusion_builtin(ctx, v[i].op, &o, &f);
+        tn_fusion *f = test_builtin(ctx, v[i].op, TN_DTYPE_BF16);
         tn_analysis a;
         tn_analyze(f, &a);
         tn_schedule_request req = {&a, v[i].rows, v[i].cols, 16, -1, d};
@@ -1161,8 +1153,7 @@ static void test_pipeline_few_groups(tn_context *ctx, const tn_device_props *d) 
         tn_fusion_destroy(f);
     }
     /* The edges: from twice the persistent grid, up to 6 rows an SM; a forced register plan stays one row a CTA. */
-    tn_fusion *f = NULL;
-    tn_fusion_builtin(ctx, TN_BUILTIN_RMSNORM, &o, &f);
+    tn_fusion *f = test_builtin(ctx, TN_BUILTIN_RMSNORM, TN_DTYPE_BF16);
     tn_analysis a;
     tn_analyze(f, &a);
     const int64_t sms = d->sm_count;
@@ -1192,6 +1183,8 @@ static void test_pipeline_few_groups(tn_context *ctx, const tn_device_props *d) 
     tn_fusion_destroy(f);
 }
 
+/* pipeline: tune's register candidates over a persistent grid, loading the next row group ahead (the scheduler's
+   where test_pipeline_few_groups says); refused outside register plans and with peel. */
 static void test_pipeline(tn_context *ctx) {
     tn_device_props d;
     tn_device_props_for_target("h200", &d);

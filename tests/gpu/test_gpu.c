@@ -52,8 +52,8 @@ typedef struct gpu_case {
     int64_t pipeline_grid; /* a register plan replayed pipelined (plan field pipeline) over this many CTAs, if > 0 */
     const tn_plan_desc *desc; /* this plan (a tune candidate) replayed instead of the scheduler's, if set */
     int neg_inf;              /* masked rows: -inf over most of some rows (tn_check_options.neg_inf) */
-    int sched_pipelined;      /* the scheduler's plan must be pipelined (pipeline_few_groups) */
-    int sched_lone;           /* the scheduler's plan must be lone_ctas_few_waves's cluster plan */
+    const char *sched_has;    /* the scheduler's plan's JSON must hold this: "\"pipeline\": 1" (pipeline_few_groups),
+                                 "lone CTAs:" (lone_ctas_few_waves); every row (up to 4096) compared */
 } gpu_case;
 
 /* The plan's JSON (the caller frees it); the plan destroyed. */
@@ -231,11 +231,10 @@ static int run_case(tn_context *ctx, const gpu_case *c) {
         if (!bad && c->shared && grid != (c->shared == 2 ? (c->rows + 2) / 3 : c->rows) * cl)
             bad = "the shared-slice plan launched another grid", st = TN_STATUS_INTERNAL;
     }
-    if (st == TN_STATUS_OK && (c->pipeline_grid || c->sched_pipelined) &&
-        (!described_ok || !strstr(described, "\"pipeline\": 1")))
+    if (st == TN_STATUS_OK && c->pipeline_grid && (!described_ok || !strstr(described, "\"pipeline\": 1")))
         bad = "the plan that ran is not pipelined", st = TN_STATUS_INTERNAL;
-    if (st == TN_STATUS_OK && c->sched_lone && (!described_ok || !strstr(described, "lone CTAs:")))
-        bad = "the plan that ran is not the lone-waves cluster plan", st = TN_STATUS_INTERNAL;
+    if (st == TN_STATUS_OK && c->sched_has && (!described_ok || !strstr(described, c->sched_has)))
+        bad = "the scheduler's plan is not the one the case is for", st = TN_STATUS_INTERNAL;
     if (st == TN_STATUS_OK && c->desc && c->desc->l2_slice && (!described_ok || !strstr(described, "\"l2_slice\": 1")))
         bad = "the plan that ran does not keep its slices in L2", st = TN_STATUS_INTERNAL;
     /* Whether the plan that runs keeps its slices in shared memory (forced, or the scheduler's choice). */
@@ -250,7 +249,7 @@ static int run_case(tn_context *ctx, const gpu_case *c) {
     const int ran_pipelined = st == TN_STATUS_OK && strstr(described, "\"pipeline\": 1");
     const int64_t compared = c->shared ? c->rows
                              : ran_shared ? (c->rows < 128 ? c->rows : 128)
-                             : ran_pipelined || c->sched_lone ? (c->rows < 4096 ? c->rows : 4096)
+                             : ran_pipelined || c->sched_has ? (c->rows < 4096 ? c->rows : 4096)
                                              : 64;
     tn_check_options co = {(uint64_t)(c->rows * 131 + c->cols), compared, c->pad, c->offset, c->launch_rows,
                            c->out_offset, c->in_place, c->neg_inf};
@@ -499,7 +498,7 @@ static void run_pipelined(tn_context *ctx, int quick) {
     for (int i = 0; i < (int)(sizeof s / sizeof s[0]); i++) {
         if (quick && !s[i].quick) continue;
         gpu_case c = {s[i].op, s[i].dt, s[i].dt, s[i].dt, 0, s[i].rows, s[i].cols, NULL};
-        c.launch_rows = s[i].launch, c.row_tiers = s[i].tiers, c.in_place = s[i].in_place, c.sched_pipelined = 1;
+        c.launch_rows = s[i].launch, c.row_tiers = s[i].tiers, c.in_place = s[i].in_place, c.sched_has = "\"pipeline\": 1";
         run_case(ctx, &c);
     }
 }
@@ -523,7 +522,7 @@ static void run_lone_waves(tn_context *ctx, int quick, int64_t sms) {
         if (quick && !v[i].quick) continue;
         gpu_case c = {v[i].op, v[i].dt, v[i].dt, v[i].dt, v[i].stats, sms * v[i].k + v[i].extra, v[i].cols, NULL};
         c.launch_rows = v[i].launch_k ? sms * v[i].launch_k + v[i].launch_extra : 0;
-        c.row_tiers = v[i].tiers, c.in_place = v[i].in_place, c.sched_lone = 1;
+        c.row_tiers = v[i].tiers, c.in_place = v[i].in_place, c.sched_has = "lone CTAs:";
         run_case(ctx, &c);
     }
 }
