@@ -61,6 +61,7 @@ typedef struct storage_code {
     /* ... and a COL input's vector (as c<k>); NULL: loaded from global memory where a phase needs it. */
     void (*col_fetch)(gen *g, int node, const char *indent);
     const char *p_is; /* what P (= batch) counts where the loop numbers a thread's vectors by p (NULL: it does not) */
+    int rereads;      /* each phase reads the row from global memory (or L2) again */
 } storage_code;
 
 /* The kernel's frame around the row program. */
@@ -89,6 +90,8 @@ struct gen {
     int released;              /* the stage was handed back before the row group's end (ring, staged cluster) */
     int uneven;                /* cluster: the last CTA's slice is shorter (NVL a run-time value, copies sized by it) */
     int online_pass;           /* the second pass of an online pair's phase: its max is the thread's own (ml<k>) */
+    int storing_early;         /* the first phase's first pass: it stores the early outputs */
+    unsigned char early[TN_MAX_IO]; /* ROW output o is stored in the first phase (early_output) */
 };
 
 static int is_elementwise(tn_shape_class s) { return s == TN_SHAPE_ROW || s == TN_SHAPE_COL; }
@@ -207,6 +210,31 @@ static void emit_phase_value(gen *g, const char *ind, int k, int phase) {
     if (carried) tn_strbuf_printf(g->sb, "%skv%d[p][v] = e%d;\n", ind, k, k);
 }
 
+/* Whether ROW output o is stored in the first reduction phase rather than the output phase: its value needs no
+   reduction and that phase computes it anyway (add_rmsnorm's x + residual), and the storage keeps the row on chip,
+   so a store that overwrites an input in place comes after this thread's every read of those elements. Its writes
+   then stream while the row's reductions wait, where the output phase would carry them all. */
+#define TN_EARLY_STORE_MAX_VECTORS 16
+static int early_output(const gen *g, int o) {
+    const int v = (int)g->f->outputs[o].value.index;
+    /* Not where a thread keeps over TN_EARLY_STORE_MAX_VECTORS of a row's vectors: the stores' values and addresses
+       in the first phase cost registers there (add_rmsnorm's 512 x 131080 cluster plan of 17 vectors a thread,
+       staged: 247 registers, 255 and a spill with the early store; in a loop of its own after the first phase's,
+       ptxas kept the values from that phase and spilled 140 bytes). */
+    const int keeps = g->storage->p_is && g->p->batch > TN_EARLY_STORE_MAX_VECTORS;
+    return g->a->num_levels >= 1 && !g->storage->rereads && !keeps && g->a->level[v] == 0 && phase_need(g, 0)[v];
+}
+static void find_early_outputs(gen *g) {
+    for (int r = 0; r < g->a->num_row_outputs; r++)
+        g->early[g->a->row_outputs[r]] = (unsigned char)early_output(g, g->a->row_outputs[r]);
+}
+
+/* ROW output o's store of vector vi (o<o>, built in the element loop), at indent `ind`. */
+static void emit_store(gen *g, int o, const char *ind) {
+    tn_strbuf_printf(g->sb, "%s%s(out%d + row * out%d_ld + %svi * V, o%d);\n", ind,
+                     g->p->peel ? "tn_vstore_peeled" : "tn_vstore", o, o, g->p->peel ? "H + " : "", o);
+}
+
 /* The body of one element loop for vector vi: fetches, the needed values,
    then the accumulations of phase `level` or (level < 0) the output stores. */
 static void emit_element_loop_body(gen *g, const unsigned char *need, int level, int phase, const char *ind) {
@@ -219,23 +247,24 @@ static void emit_element_loop_body(gen *g, const unsigned char *need, int level,
     for (int i = 0; i < f->num_nodes; i++)
         if (need[i] && is_col_input(&f->nodes[i]))
             (g->p->col_cache ? cached_col_fetch : g->storage->col_fetch ? g->storage->col_fetch : col_load)(g, i, ind);
-    if (phase_is_output)
-        for (int r = 0; r < g->a->num_row_outputs; r++) {
-            int o = g->a->row_outputs[r];
-            tn_strbuf_printf(g->sb, "%stn_vec<%s, V> o%d;\n", ind, k_dtype_code[f->outputs[o].dtype].storage, o);
-        }
+    /* The outputs this loop stores: the output phase's, or the early ones in the first phase's first pass. */
+    int stores[TN_MAX_IO], nstores = 0;
+    for (int r = 0; r < g->a->num_row_outputs && (phase_is_output || g->storing_early); r++)
+        if (phase_is_output != g->early[g->a->row_outputs[r]]) stores[nstores++] = g->a->row_outputs[r];
+    for (int s = 0; s < nstores; s++)
+        tn_strbuf_printf(g->sb, "%stn_vec<%s, V> o%d;\n", ind, k_dtype_code[f->outputs[stores[s]].dtype].storage,
+                         stores[s]);
     tn_strbuf_printf(g->sb, "%s#pragma unroll\n%sfor (int v = 0; v < V; v++) {\n", ind, ind);
     for (int i = 0; i < f->num_nodes; i++)
         if (need[i]) emit_phase_value(g, ind2, i, phase);
-    if (phase_is_output) {
-        for (int r = 0; r < g->a->num_row_outputs; r++) {
-            int o = g->a->row_outputs[r];
-            char name[32], conv[64];
-            value_name(g, (int)f->outputs[o].value.index, name, sizeof name);
-            fmt1(conv, sizeof conv, k_dtype_code[f->outputs[o].dtype].from_f32, name);
-            tn_strbuf_printf(g->sb, "%so%d.e[v] = %s;\n", ind2, o, conv);
-        }
-    } else {
+    for (int s = 0; s < nstores; s++) {
+        const int o = stores[s];
+        char name[32], conv[64];
+        value_name(g, (int)f->outputs[o].value.index, name, sizeof name);
+        fmt1(conv, sizeof conv, k_dtype_code[f->outputs[o].dtype].from_f32, name);
+        tn_strbuf_printf(g->sb, "%so%d.e[v] = %s;\n", ind2, o, conv);
+    }
+    if (!phase_is_output) {
         for (int i = 0; i < f->num_nodes; i++) {
             const tn_node *n = &f->nodes[i];
             /* An online pair's sum accumulates in the phase's second pass, everything else in the first. */
@@ -247,12 +276,10 @@ static void emit_element_loop_body(gen *g, const unsigned char *need, int level,
         }
     }
     tn_strbuf_printf(g->sb, "%s}\n", ind);
-    if (phase_is_output)
-        for (int r = 0; r < g->a->num_row_outputs; r++) {
-            int o = g->a->row_outputs[r];
-            tn_strbuf_printf(g->sb, "%s%s(out%d + row * out%d_ld + %svi * V, o%d);\n", ind,
-                             g->p->peel ? "tn_vstore_peeled" : "tn_vstore", o, o, g->p->peel ? "H + " : "", o);
-        }
+    /* The output phase's loop runs for live rows only; a reduction phase's for every row of the group. */
+    if (nstores && !phase_is_output) tn_strbuf_printf(g->sb, "%sif (live) {  // stored before the reductions\n", ind);
+    for (int s = 0; s < nstores; s++) emit_store(g, stores[s], phase_is_output ? ind : ind2);
+    if (nstores && !phase_is_output) tn_strbuf_printf(g->sb, "%s}\n", ind);
 }
 
 static const storage_code k_outside;
@@ -296,10 +323,12 @@ static void emit_phase(gen *g, int level) {
     const int last = out_phase || (level == a->num_levels && !a->num_row_outputs);
     g->first_phase = level == 1 || (out_phase && a->num_levels == 0);
     g->last_phase = last && !pairs; /* an online pair's second pass is the phase's last */
+    g->storing_early = level == 1;
     g->storage->loop_open(g, out_phase);
     emit_element_loop_body(g, need, level, phase, "                ");
     g->storage->loop_close(g);
     if (g->p->peel) emit_outside_element(g, need, level, phase, out_phase);
+    g->storing_early = 0;
     if (out_phase) return;
     if (pairs) {
         /* Online pairs: each thread's max, then a second pass summing exp(t - that max) (a thread of no finite
@@ -678,9 +707,9 @@ static void outside_fetch(gen *g, int k, const char *ind) {
 }
 static const storage_code k_outside = {"registers, the element outside a peeled row's vectors", NULL, NULL, NULL,
                                        outside_fetch, col_load, NULL};
-static const storage_code k_global = {"global memory", global_setup, strided_loop, loop_close, global_fetch, NULL, NULL};
+static const storage_code k_global = {"global memory", global_setup, strided_loop, loop_close, global_fetch, NULL, NULL, 1};
 static const storage_code k_l2_slice = {"global memory, a slice of each row per CTA (read again from L2 each phase)",
-                                        global_setup, l2_slice_loop, loop_close, global_fetch, NULL, NULL};
+                                        global_setup, l2_slice_loop, loop_close, global_fetch, NULL, NULL, 1};
 static const storage_code k_shared = {"shared memory (bulk copies)", shared_setup, strided_loop, loop_close,
                                       shared_fetch, NULL, NULL};
 static const storage_code k_register_slice = {"registers, a slice of each row per CTA", slice_setup, slice_loop,
@@ -692,7 +721,7 @@ static const storage_code k_shared_slice = {"shared memory, a slice of each row 
                                             shared_slice_setup, slice_loop, loop_close, ws_fetch, NULL,
                                             "vectors each thread takes of its slice"};
 static const storage_code k_shared_chunks = {"shared memory, a ring of chunks (bulk copies)", no_setup, ws_loop_open,
-                                             ws_loop_close, ws_fetch, NULL, NULL};
+                                             ws_loop_close, ws_fetch, NULL, NULL, 1};
 #undef KEEPS
 
 /* ---- skeletons ----------------------------------------------------------------- */
@@ -1078,6 +1107,7 @@ void tn_codegen(const tn_fusion *f, const tn_analysis *a, const tn_plan_desc *p,
     gen g = {f, a, p, sb, storage, kc->skeleton, 0, {0}, 0, 0, 0, 0};
     g.carry = p->carry && tn_plan_carry_floats(p, 1) && a->num_carried;
     g.uneven = p->kind == TN_PLAN_CLUSTER && (p->cols / p->vec) % p->cluster != 0;
+    find_early_outputs(&g); /* by the kernel's own storage: the peeled element's (k_outside) follows it */
     for (int i = 0; i < f->num_nodes; i++) {
         const tn_node *n = &f->nodes[i];
         /* An online pair: two slots for its max (max, sum), none for its sum. */

@@ -36,6 +36,7 @@ void test_ir(void);
 void test_ref(void);
 void test_sched(void);
 void test_codegen(void);
+void test_early_stores(void);
 void test_compile(void);
 void test_api(void);
 void test_safety(void);

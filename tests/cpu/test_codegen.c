@@ -153,3 +153,96 @@ void test_codegen(void) {
     }
     tn_context_destroy(ctx);
 }
+
+/* The kernel for fusion f over rows x cols in a plan of `kind` (-1: the scheduler's), with the L2 slices where
+   l2_slice is set (a cluster plan that reads each row again from L2 every phase). */
+static char *kernel_of(const tn_fusion *f, int64_t rows, int64_t cols, int kind, int l2_slice) {
+    tn_analysis a;
+    tn_analyze(f, &a);
+    tn_device_props d;
+    tn_device_props_for_target("h200", &d);
+    tn_schedule_request req = {&a, rows, cols, 16, kind, &d, 1};
+    tn_plan_desc p;
+    char err[320];
+    CHECK(tn_schedule(&req, &p, err, sizeof err), "%lld x %lld: %s", (long long)rows, (long long)cols, err);
+    if (l2_slice) { /* tune's l2_slice candidate */
+        static tn_plan_desc cands[4096];
+        const int n = tn_schedule_candidates(&req, cands, 4096);
+        int found = 0;
+        for (int i = 0; i < n && !found; i++)
+            if (cands[i].l2_slice) p = cands[i], found = 1;
+        CHECK(found, "no l2_slice candidate at %lld x %lld", (long long)rows, (long long)cols);
+    }
+    tn_strbuf sb;
+    tn_strbuf_init(&sb, NULL);
+    tn_codegen(f, &a, &p, &sb);
+    return tn_strbuf_take(&sb);
+}
+
+/* Outputs that need no reduction are stored in the first reduction phase where the row stays on chip (before
+   the first reduction's call), and in the output phase where each phase reads the row from memory again (an
+   in-place store there would change what the next phase reads) or the first phase does not compute them. */
+void test_early_stores(void) {
+    tn_context *ctx = test_context();
+    tn_fusion *add = test_builtin(ctx, TN_BUILTIN_ADD_RMSNORM, TN_DTYPE_BF16);
+    static const char *const mark = "// stored before the reductions";
+    const struct {
+        int64_t rows, cols;
+        int kind, l2_slice, early;
+        const char *reduce; /* the first reduction's call */
+    } cases[] = {
+        {64, 4096, TN_PLAN_REGISTER, 0, 1, "tn_row_reduce"},
+        {4097, 4097, TN_PLAN_REGISTER, 0, 1, "tn_row_reduce"}, /* peeled: the element outside the vectors too */
+        {4096, 8192, TN_PLAN_TMA, 0, 1, "tn_row_reduce"},
+        {4096, 65536, TN_PLAN_CLUSTER, 0, 1, "tn_cluster_reduce"},
+        {3, 4097, TN_PLAN_LOOPED, 0, 0, NULL},
+        {16384, 1024, TN_PLAN_TMA_WS, 0, 0, NULL},
+        {512, 262144, TN_PLAN_CLUSTER, 1, 0, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *src = kernel_of(add, cases[i].rows, cases[i].cols, cases[i].kind, cases[i].l2_slice);
+        const char *at = strstr(src, mark), *red = cases[i].reduce ? strstr(src, cases[i].reduce) : NULL;
+        /* Under the mark, the store of out1 (the sum x + residual), inside the `live` guard. */
+        const char *store = at ? strstr(at, "out1 + row * out1_ld") : NULL;
+        if (cases[i].early) {
+            /* The reduction helpers are defined in the device header: its call is the one after the mark. */
+            red = at ? strstr(at, cases[i].reduce) : NULL;
+            CHECK(at && store && red && store < red && strstr(at - 32, "if (live)"),
+                  "case %zu (%lld x %lld): the sum's store before the first reduction", i, (long long)cases[i].rows,
+                  (long long)cases[i].cols);
+            /* ... and not again in the output phase (from out0's first store, y's). */
+            const char *y = strstr(at, "out0 + row * out0_ld");
+            CHECK(y && !strstr(y, "out1 + row * out1_ld"), "case %zu: out1 stored in the output phase", i);
+            for (const char *o = strstr(src, "out1 + row * out1_ld"); o; o = strstr(o + 1, "out1 + row * out1_ld"))
+                CHECK(o < y, "case %zu: a store of out1 after the reductions", i);
+            if (cases[i].cols % 8) {
+                const char *outside = strstr(src, "the element outside the vectors this thread takes");
+                CHECK(outside && strstr(outside, mark), "case %zu: the peeled element's early store", i);
+            }
+        } else {
+            CHECK(!at, "case %zu (%lld x %lld): an early store where each phase reads the row again", i,
+                  (long long)cases[i].rows, (long long)cases[i].cols);
+        }
+        (void)red;
+        free(src);
+    }
+    tn_fusion_destroy(add);
+    /* y = x / sum(x) beside z = 2x: the first phase computes x but not 2x, so z waits for the output phase. */
+    tn_fusion *f = NULL;
+    tn_value x, xf, two, z, s, y;
+    tn_fusion_create(ctx, "scaled", &f);
+    tn_fusion_input(f, "x", TN_DTYPE_BF16, TN_SHAPE_ROW, &x);
+    tn_fusion_cast(f, x, TN_DTYPE_F32, &xf);
+    tn_fusion_constant(f, 2.0, &two);
+    tn_fusion_binary(f, TN_BINARY_MUL, xf, two, &z);
+    tn_fusion_reduce(f, TN_REDUCE_SUM, TN_AXIS_INNER, xf, &s);
+    tn_fusion_binary(f, TN_BINARY_DIV, xf, s, &y);
+    tn_fusion_output(f, "y", y, TN_DTYPE_BF16);
+    tn_fusion_output(f, "z", z, TN_DTYPE_BF16);
+    CHECK(tn_fusion_verify(f) == TN_STATUS_OK, "scaled: %s", tn_context_last_error(ctx));
+    char *src = kernel_of(f, 64, 4096, TN_PLAN_REGISTER, 0);
+    CHECK(!strstr(src, mark), "scaled: 2x stored early though the first phase does not compute it");
+    free(src);
+    tn_fusion_destroy(f);
+    tn_context_destroy(ctx);
+}

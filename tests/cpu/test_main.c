@@ -44,7 +44,7 @@ typedef struct suite {
 } suite;
 
 static const suite k_suites[] = {{"ir", test_ir},         {"ref", test_ref},         {"sched", test_sched},
-                                 {"codegen", test_codegen}, {"compile", test_compile}, {"api", test_api},
+                                 {"codegen", test_codegen}, {"early_stores", test_early_stores}, {"compile", test_compile}, {"api", test_api},
                                  {"safety", test_safety},   {"disk_cache", test_disk_cache}};
 
 int main(int argc, char **argv) {
