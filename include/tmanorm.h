@@ -297,9 +297,10 @@ typedef struct tn_tensor {
 typedef struct tn_launch_args {
     const tn_tensor *inputs; /* in the fusion's input order */
     int num_inputs;
-    const tn_tensor *outputs; /* in the fusion's output order. An output may be exactly an input (the
-                                 same address, row stride and dtype): computed in place. Any other
-                                 overlap of an output with an input is undefined */
+    const tn_tensor *outputs; /* in the fusion's output order. An output may be exactly a ROW input
+                                 (the same address, row stride and dtype): computed in place. Any other
+                                 overlap of an output with an input, a COL input (weight, bias) included,
+                                 is undefined */
     int num_outputs;
     const float *params; /* in the fusion's parameter order */
     int num_params;

@@ -61,7 +61,7 @@ typedef struct storage_code {
     /* ... and a COL input's vector (as c<k>); NULL: loaded from global memory where a phase needs it. */
     void (*col_fetch)(gen *g, int node, const char *indent);
     const char *p_is; /* what P (= batch) counts where the loop numbers a thread's vectors by p (NULL: it does not) */
-    int rereads;      /* each phase reads the row from global memory (or L2) again */
+    int late_stores;  /* outputs wait for the output phase (early_output): see the storages below */
 } storage_code;
 
 /* The kernel's frame around the row program. */
@@ -212,17 +212,34 @@ static void emit_phase_value(gen *g, const char *ind, int k, int phase) {
 
 /* Whether ROW output o is stored in the first reduction phase rather than the output phase: its value needs no
    reduction and that phase computes it anyway (add_rmsnorm's x + residual), and the storage keeps the row on chip,
-   so a store that overwrites an input in place comes after this thread's every read of those elements. Its writes
+   so a store that overwrites a ROW input in place comes after this thread's every read of those elements. Its writes
    then stream while the row's reductions wait, where the output phase would carry them all. */
-#define TN_EARLY_STORE_MAX_VECTORS 16
+/* The registers a thread keeps its vectors of the row in (every used ROW input's words, P of each), and the
+   registers a thread may have: 65536 an SM over the CTAs the kernel is compiled to hold at once (ptxas's
+   choice taken as one), at most 255. */
+static int row_words(const gen *g) {
+    int words = 0;
+    for (int i = 0; i < g->f->num_nodes; i++)
+        if (g->a->used[i] && is_row_input(&g->f->nodes[i]))
+            words += ((int)tn_dtype_size(g->f->nodes[i].dtype) * g->p->vec + 3) / 4;
+    return words * g->p->batch;
+}
+static int thread_regs(const gen *g) {
+    const int ctas = tn_plan_bound_ctas(g->p), cap = 65536 / (g->p->block_threads * (ctas > 1 ? ctas : 1));
+    return cap < 255 ? cap : 255;
+}
+static void registers_fetch(gen *g, int k, const char *ind);
 static int early_output(const gen *g, int o) {
     const int v = (int)g->f->outputs[o].value.index;
-    /* Not where a thread keeps over TN_EARLY_STORE_MAX_VECTORS of a row's vectors: the stores' values and addresses
-       in the first phase cost registers there (add_rmsnorm's 512 x 131080 cluster plan of 17 vectors a thread,
-       staged: 247 registers, 255 and a spill with the early store; in a loop of its own after the first phase's,
-       ptxas kept the values from that phase and spilled 140 bytes). */
-    const int keeps = g->storage->p_is && g->p->batch > TN_EARLY_STORE_MAX_VECTORS;
-    return g->a->num_levels >= 1 && !g->storage->rereads && !keeps && g->a->level[v] == 0 && phase_need(g, 0)[v];
+    /* Not where the row kept in registers takes over half of a thread's: the stores' values and addresses in the
+       first phase cost registers there (add_rmsnorm bf16, staged cluster tune candidates: 512 x 131080 over 4
+       CTAs of 256 x 17 vectors, 136 words of 255, 247 registers and then 255 with an 8-byte spill; 4 CTAs of
+       512 x 9, 72 words of 128, a 20-byte spill; 1000 x 8192 over 2 CTAs of 32 x 16 at 12 an SM, 128 of 170, 4
+       bytes). In a loop of their own after the first phase's (the values computed again), ptxas kept the first
+       loop's values and spilled 140 bytes at 512 x 131080. */
+    const int crowded = g->storage->fetch == registers_fetch && 2 * row_words(g) > thread_regs(g);
+    return g->a->num_levels >= 1 && !g->storage->late_stores && !crowded && g->a->level[v] == 0 &&
+           phase_need(g, 0)[v];
 }
 static void find_early_outputs(gen *g) {
     for (int r = 0; r < g->a->num_row_outputs; r++)
@@ -707,6 +724,9 @@ static void outside_fetch(gen *g, int k, const char *ind) {
 }
 static const storage_code k_outside = {"registers, the element outside a peeled row's vectors", NULL, NULL, NULL,
                                        outside_fetch, col_load, NULL};
+/* late_stores: the global and L2-slice storages read the row from memory again in every phase (an output stored
+   in place before the last would change what it reads); tma-ws keeps the whole row group in its slots, but its
+   kernels have not been run with early stores (left as they were). */
 static const storage_code k_global = {"global memory", global_setup, strided_loop, loop_close, global_fetch, NULL, NULL, 1};
 static const storage_code k_l2_slice = {"global memory, a slice of each row per CTA (read again from L2 each phase)",
                                         global_setup, l2_slice_loop, loop_close, global_fetch, NULL, NULL, 1};

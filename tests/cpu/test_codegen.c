@@ -154,95 +154,127 @@ void test_codegen(void) {
     tn_context_destroy(ctx);
 }
 
-/* The kernel for fusion f over rows x cols in a plan of `kind` (-1: the scheduler's), with the L2 slices where
-   l2_slice is set (a cluster plan that reads each row again from L2 every phase). */
-static char *kernel_of(const tn_fusion *f, int64_t rows, int64_t cols, int kind, int l2_slice) {
+/* The kernel for fusion f over rows x cols in a plan of `kind` (-1: the scheduler's): with `stages` of its
+   cluster slices streamed through shared memory, `l2_slice` (tune's candidate that reads each row again from L2
+   every phase) or `online` (max and sum reduced as one pair) where set. */
+typedef struct kernel_case {
+    int64_t rows, cols;
+    int kind, stages, l2_slice, online;
+} kernel_case;
+static char *kernel_of(const tn_fusion *f, kernel_case k) {
     tn_analysis a;
-    tn_analyze(f, &a);
+    if (k.online) CHECK(tn_analyze_online(f, &a) == 1, "no online pair");
+    else tn_analyze(f, &a);
     tn_device_props d;
     tn_device_props_for_target("h200", &d);
-    tn_schedule_request req = {&a, rows, cols, 16, kind, &d, 1};
+    tn_schedule_request req = {&a, k.rows, k.cols, 16, k.kind, &d, 1};
     tn_plan_desc p;
     char err[320];
-    CHECK(tn_schedule(&req, &p, err, sizeof err), "%lld x %lld: %s", (long long)rows, (long long)cols, err);
-    if (l2_slice) { /* tune's l2_slice candidate */
+    CHECK(tn_schedule(&req, &p, err, sizeof err), "%lld x %lld: %s", (long long)k.rows, (long long)k.cols, err);
+    if (k.l2_slice) {
         static tn_plan_desc cands[4096];
         const int n = tn_schedule_candidates(&req, cands, 4096);
         int found = 0;
         for (int i = 0; i < n && !found; i++)
             if (cands[i].l2_slice) p = cands[i], found = 1;
-        CHECK(found, "no l2_slice candidate at %lld x %lld", (long long)rows, (long long)cols);
+        CHECK(found, "no l2_slice candidate at %lld x %lld", (long long)k.rows, (long long)k.cols);
     }
+    if (k.stages) p.stages = k.stages, p.smem_bytes = (int)tn_cluster_dynamic_smem(&a, &p);
+    if (k.online) p.online = 1;
+    CHECK(tn_plan_desc_check(&p, &a, &d, 16, err, sizeof err), "%lld x %lld: %s", (long long)k.rows,
+          (long long)k.cols, err);
     tn_strbuf sb;
     tn_strbuf_init(&sb, NULL);
     tn_codegen(f, &a, &p, &sb);
     return tn_strbuf_take(&sb);
 }
 
+static int count_of(const char *s, const char *needle) {
+    int n = 0;
+    for (const char *at = strstr(s, needle); at; at = strstr(at + 1, needle)) n++;
+    return n;
+}
+
+static const char *const k_early_mark = "if (live) {  // stored before the reductions";
+
 /* Outputs that need no reduction are stored in the first reduction phase where the row stays on chip (before
    the first reduction's call), and in the output phase where each phase reads the row from memory again (an
-   in-place store there would change what the next phase reads) or the first phase does not compute them. */
+   in-place store there would change what the next phase reads), where tma-ws keeps them there, where the row
+   kept in registers takes over half of a thread's, or where the first phase does not compute them. */
 void test_early_stores(void) {
     tn_context *ctx = test_context();
     tn_fusion *add = test_builtin(ctx, TN_BUILTIN_ADD_RMSNORM, TN_DTYPE_BF16);
-    static const char *const mark = "// stored before the reductions";
+    const char *const sum = "out1 + row * out1_ld", *y = "out0 + row * out0_ld";
     const struct {
-        int64_t rows, cols;
-        int kind, l2_slice, early;
+        kernel_case k;
+        int early;
         const char *reduce; /* the first reduction's call */
     } cases[] = {
-        {64, 4096, TN_PLAN_REGISTER, 0, 1, "tn_row_reduce"},
-        {4097, 4097, TN_PLAN_REGISTER, 0, 1, "tn_row_reduce"}, /* peeled: the element outside the vectors too */
-        {4096, 8192, TN_PLAN_TMA, 0, 1, "tn_row_reduce"},
-        {4096, 65536, TN_PLAN_CLUSTER, 0, 1, "tn_cluster_reduce"},
-        {3, 4097, TN_PLAN_LOOPED, 0, 0, NULL},
-        {16384, 1024, TN_PLAN_TMA_WS, 0, 0, NULL},
-        {512, 262144, TN_PLAN_CLUSTER, 1, 0, NULL},
+        {{64, 4096, TN_PLAN_REGISTER}, 1, "tn_row_reduce"},
+        {{4097, 4097, TN_PLAN_REGISTER}, 1, "tn_row_reduce"}, /* peeled: the element outside the vectors too */
+        {{4096, 8192, TN_PLAN_TMA}, 1, "tn_row_reduce"},
+        {{4096, 65536, TN_PLAN_CLUSTER}, 1, "tn_cluster_reduce"},
+        {{3, 4097, TN_PLAN_LOOPED}, 0, "tn_row_reduce"},
+        {{16384, 1024, TN_PLAN_TMA_WS}, 0, "tn_group_reduce"},
+        {{512, 262144, TN_PLAN_CLUSTER, 0, 1}, 0, "tn_cluster_reduce"},
+        /* 4 CTAs of 256 x 17 vectors, staged: 136 words of the row in a thread's 255 registers */
+        {{512, 131080, TN_PLAN_CLUSTER, 1}, 0, "tn_cluster_reduce"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char *src = kernel_of(add, cases[i].rows, cases[i].cols, cases[i].kind, cases[i].l2_slice);
-        const char *at = strstr(src, mark), *red = cases[i].reduce ? strstr(src, cases[i].reduce) : NULL;
-        /* Under the mark, the store of out1 (the sum x + residual), inside the `live` guard. */
-        const char *store = at ? strstr(at, "out1 + row * out1_ld") : NULL;
+        char *src = kernel_of(add, cases[i].k);
+        const char *at = strstr(src, k_early_mark);
+        /* The reduction helpers are defined in the device header: the first call is the first after the kernel's
+           signature. */
+        const char *body = strstr(src, "tn_kernel("), *red = body ? strstr(body, cases[i].reduce) : NULL;
+        const char *first_y = body ? strstr(body, y) : NULL;
+        CHECK(red && first_y && red < first_y, "case %zu: no %s before y's store", i, cases[i].reduce);
         if (cases[i].early) {
-            /* The reduction helpers are defined in the device header: its call is the one after the mark. */
-            red = at ? strstr(at, cases[i].reduce) : NULL;
-            CHECK(at && store && red && store < red && strstr(at - 32, "if (live)"),
-                  "case %zu (%lld x %lld): the sum's store before the first reduction", i, (long long)cases[i].rows,
-                  (long long)cases[i].cols);
-            /* ... and not again in the output phase (from out0's first store, y's). */
-            const char *y = strstr(at, "out0 + row * out0_ld");
-            CHECK(y && !strstr(y, "out1 + row * out1_ld"), "case %zu: out1 stored in the output phase", i);
-            for (const char *o = strstr(src, "out1 + row * out1_ld"); o; o = strstr(o + 1, "out1 + row * out1_ld"))
-                CHECK(o < y, "case %zu: a store of out1 after the reductions", i);
-            if (cases[i].cols % 8) {
-                const char *outside = strstr(src, "the element outside the vectors this thread takes");
-                CHECK(outside && strstr(outside, mark), "case %zu: the peeled element's early store", i);
-            }
+            /* Every store of the sum under the mark, before the first reduction (the peeled element's too). */
+            CHECK(at && at < red && count_of(src, k_early_mark) == (cases[i].k.cols % 8 ? 2 : 1),
+                  "case %zu (%lld x %lld): the early stores' guard", i, (long long)cases[i].k.rows,
+                  (long long)cases[i].k.cols);
+            for (const char *o = strstr(src, sum); o; o = strstr(o + 1, sum))
+                CHECK(at && o > at && o < red, "case %zu: a store of the sum outside the first phase", i);
         } else {
-            CHECK(!at, "case %zu (%lld x %lld): an early store where each phase reads the row again", i,
-                  (long long)cases[i].rows, (long long)cases[i].cols);
+            CHECK(!at, "case %zu (%lld x %lld): an early store", i, (long long)cases[i].k.rows,
+                  (long long)cases[i].k.cols);
+            /* ... so the sum is stored with y, after the reductions. */
+            const char *o = strstr(src, sum);
+            CHECK(o && o > red && count_of(src, sum) == count_of(src, y), "case %zu: the sum's store with y's", i);
         }
-        (void)red;
         free(src);
     }
     tn_fusion_destroy(add);
-    /* y = x / sum(x) beside z = 2x: the first phase computes x but not 2x, so z waits for the output phase. */
+    /* A user fusion: y = exp(x - max(x)) / sum(exp(x - max(x))) beside the row itself as bf16 (z = x) and 2x
+       (w): the first phase computes x, so z goes early, once even where max and sum are one online pair (the
+       pair's second pass stores nothing); it does not compute 2x, so w waits for the output phase. */
     tn_fusion *f = NULL;
-    tn_value x, xf, two, z, s, y;
-    tn_fusion_create(ctx, "scaled", &f);
+    tn_value x, xf, two, w, m, t, e, s, q;
+    tn_fusion_create(ctx, "softmax_and_copies", &f);
     tn_fusion_input(f, "x", TN_DTYPE_BF16, TN_SHAPE_ROW, &x);
     tn_fusion_cast(f, x, TN_DTYPE_F32, &xf);
     tn_fusion_constant(f, 2.0, &two);
-    tn_fusion_binary(f, TN_BINARY_MUL, xf, two, &z);
-    tn_fusion_reduce(f, TN_REDUCE_SUM, TN_AXIS_INNER, xf, &s);
-    tn_fusion_binary(f, TN_BINARY_DIV, xf, s, &y);
-    tn_fusion_output(f, "y", y, TN_DTYPE_BF16);
-    tn_fusion_output(f, "z", z, TN_DTYPE_BF16);
-    CHECK(tn_fusion_verify(f) == TN_STATUS_OK, "scaled: %s", tn_context_last_error(ctx));
-    char *src = kernel_of(f, 64, 4096, TN_PLAN_REGISTER, 0);
-    CHECK(!strstr(src, mark), "scaled: 2x stored early though the first phase does not compute it");
-    free(src);
+    tn_fusion_binary(f, TN_BINARY_MUL, xf, two, &w);
+    tn_fusion_reduce(f, TN_REDUCE_MAX, TN_AXIS_INNER, xf, &m);
+    tn_fusion_binary(f, TN_BINARY_SUB, xf, m, &t);
+    tn_fusion_unary(f, TN_UNARY_EXP, t, &e);
+    tn_fusion_reduce(f, TN_REDUCE_SUM, TN_AXIS_INNER, e, &s);
+    tn_fusion_binary(f, TN_BINARY_DIV, e, s, &q);
+    tn_fusion_output(f, "y", q, TN_DTYPE_BF16);
+    tn_fusion_output(f, "z", xf, TN_DTYPE_BF16);
+    tn_fusion_output(f, "w", w, TN_DTYPE_BF16);
+    CHECK(tn_fusion_verify(f) == TN_STATUS_OK, "softmax_and_copies: %s", tn_context_last_error(ctx));
+    for (int online = 0; online <= 1; online++) {
+        char *src = kernel_of(f, (kernel_case){64, 4096, TN_PLAN_REGISTER, 0, 0, online});
+        const char *at = strstr(src, k_early_mark), *body = strstr(src, "tn_kernel(");
+        const char *red = body ? strstr(body, "tn_row_reduce") : NULL;
+        CHECK(at && red && at < red && count_of(src, k_early_mark) == 1 && count_of(src, "out1 + row * out1_ld") == 1 &&
+                  strstr(at, "out1 + row * out1_ld") < red,
+              "online %d: z stored once, early", online);
+        const char *wst = strstr(src, "out2 + row * out2_ld");
+        CHECK(wst && wst > red && count_of(src, "out2 + row * out2_ld") == 1, "online %d: w stored with y", online);
+        free(src);
+    }
     tn_fusion_destroy(f);
     tn_context_destroy(ctx);
 }
