@@ -90,7 +90,7 @@ struct gen {
     int released;              /* the stage was handed back before the row group's end (ring, staged cluster) */
     int uneven;                /* cluster: the last CTA's slice is shorter (NVL a run-time value, copies sized by it) */
     int online_pass;           /* the second pass of an online pair's phase: its max is the thread's own (ml<k>) */
-    int storing_early;         /* the first phase's first pass: it stores the early outputs */
+    int storing_early;         /* the first phase's first pass: it stores the early outputs too */
     unsigned char early[TN_MAX_IO]; /* ROW output o is stored in the first phase (early_output) */
 };
 
@@ -210,10 +210,6 @@ static void emit_phase_value(gen *g, const char *ind, int k, int phase) {
     if (carried) tn_strbuf_printf(g->sb, "%skv%d[p][v] = e%d;\n", ind, k, k);
 }
 
-/* Whether ROW output o is stored in the first reduction phase rather than the output phase: its value needs no
-   reduction and that phase computes it anyway (add_rmsnorm's x + residual), and the storage keeps the row on chip,
-   so a store that overwrites a ROW input in place comes after this thread's every read of those elements. Its writes
-   then stream while the row's reductions wait, where the output phase would carry them all. */
 /* The registers a thread keeps its vectors of the row in (every used ROW input's words, P of each), and the
    registers a thread may have: 65536 an SM over the CTAs the kernel is compiled to hold at once (ptxas's
    choice taken as one), at most 255. */
@@ -229,6 +225,10 @@ static int thread_regs(const gen *g) {
     return cap < 255 ? cap : 255;
 }
 static void registers_fetch(gen *g, int k, const char *ind);
+/* Whether ROW output o is stored in the first reduction phase rather than the output phase: its value needs no
+   reduction and that phase computes it anyway (add_rmsnorm's x + residual), and the storage keeps the row on chip,
+   so a store that overwrites a ROW input in place comes after this thread's every read of those elements. Its writes
+   then stream while the row's reductions wait, where the output phase would carry them all. */
 static int early_output(const gen *g, int o) {
     const int v = (int)g->f->outputs[o].value.index;
     /* Not where the row kept in registers takes over half of a thread's: the stores' values and addresses in the
