@@ -82,32 +82,55 @@ static const golden k_goldens[] = {
      65536, -1, 0, 0, 0, 0, 3},
 };
 
-static char *generate(tn_context *ctx, const golden *g) {
-    tn_builtin_options o = {g->in, g->w, g->out, g->stats};
-    tn_fusion *f = NULL;
-    tn_fusion_builtin(ctx, g->op, &o, &f);
+/* A plan for fusion f over rows x cols of `kind` (-1: the scheduler's) and PDL as asked, then changed as a
+   golden or a test asks: a tune candidate with the slices in L2 (l2_slice) put in its place; pipelined;
+   its cluster slices left in shared memory (shared) or streamed through `stages`; max and sum as one online
+   pair; pdl 2 or 3 set. */
+typedef struct kernel_case {
+    int64_t rows, cols;
+    int kind, pdl, stages, shared, pipeline, online, l2_slice;
+} kernel_case;
+
+/* The kernel for k's plan of fusion f (the caller frees it); `what` names the case in failures. */
+static char *kernel_of(const tn_fusion *f, kernel_case k, const char *what) {
     tn_analysis a;
     tn_analyze(f, &a);
     tn_device_props d;
     tn_device_props_for_target("h200", &d);
-    tn_schedule_request req = {&a, g->rows, g->cols, 16, g->kind, &d, g->pdl != 0};
+    tn_schedule_request req = {&a, k.rows, k.cols, 16, k.kind, &d, k.pdl != 0};
     tn_plan_desc p;
     char err[320];
-    CHECK(tn_schedule(&req, &p, err, sizeof err), "%s: %s", g->file, err);
-    if (g->pipeline) p.pipeline = 1, p.grid = 4LL * d.sm_count, p.ctas_per_sm = 4;
-    if (g->shared) tn_cluster_share_slice(&a, &p);
-    else if (g->stages) p.stages = g->stages, p.smem_bytes = (int)tn_cluster_dynamic_smem(&a, &p);
-    if (g->online) p.online = 1;
-    if (g->pdl >= 2) p.pdl = g->pdl;
-    if (g->stages || g->pipeline || g->online || g->pdl >= 2) {
-        CHECK(tn_plan_desc_check(&p, &a, &d, 16, err, sizeof err), "%s: %s", g->file, err);
+    CHECK(tn_schedule(&req, &p, err, sizeof err), "%s: %s", what, err);
+    if (k.l2_slice) {
+        static tn_plan_desc cands[4096];
+        const int n = tn_schedule_candidates(&req, cands, 4096);
+        int found = 0;
+        for (int i = 0; i < n && !found; i++)
+            if (cands[i].l2_slice) p = cands[i], found = 1;
+        CHECK(found, "%s: no l2_slice candidate", what);
     }
-    if (g->online) CHECK(tn_analyze_online(f, &a) == 1, "%s: no online pair", g->file);
+    if (k.pipeline) p.pipeline = 1, p.grid = 4LL * d.sm_count, p.ctas_per_sm = 4;
+    if (k.shared) tn_cluster_share_slice(&a, &p);
+    else if (k.stages) p.stages = k.stages, p.smem_bytes = (int)tn_cluster_dynamic_smem(&a, &p);
+    if (k.online) p.online = 1;
+    if (k.pdl >= 2) p.pdl = k.pdl;
+    CHECK(tn_plan_desc_check(&p, &a, &d, 16, err, sizeof err), "%s: %s", what, err);
+    if (k.online) CHECK(tn_analyze_online(f, &a) == 1, "%s: no online pair", what);
     tn_strbuf sb;
     tn_strbuf_init(&sb, NULL);
     tn_codegen(f, &a, &p, &sb);
-    tn_fusion_destroy(f);
     return tn_strbuf_take(&sb);
+}
+
+static char *generate(tn_context *ctx, const golden *g) {
+    tn_builtin_options o = {g->in, g->w, g->out, g->stats};
+    tn_fusion *f = NULL;
+    tn_fusion_builtin(ctx, g->op, &o, &f);
+    const kernel_case k = {.rows = g->rows, .cols = g->cols, .kind = g->kind, .pdl = g->pdl, .stages = g->stages,
+                           .shared = g->shared, .pipeline = g->pipeline, .online = g->online};
+    char *src = kernel_of(f, k, g->file);
+    tn_fusion_destroy(f);
+    return src;
 }
 
 static char *slurp(const char *path) {
@@ -154,41 +177,6 @@ void test_codegen(void) {
     tn_context_destroy(ctx);
 }
 
-/* The kernel for fusion f over rows x cols in a plan of `kind` (-1: the scheduler's): with `stages` of its
-   cluster slices streamed through shared memory, `l2_slice` (tune's candidate that reads each row again from L2
-   every phase) or `online` (max and sum reduced as one pair) where set. */
-typedef struct kernel_case {
-    int64_t rows, cols;
-    int kind, stages, l2_slice, online;
-} kernel_case;
-static char *kernel_of(const tn_fusion *f, kernel_case k) {
-    tn_analysis a;
-    if (k.online) CHECK(tn_analyze_online(f, &a) == 1, "no online pair");
-    else tn_analyze(f, &a);
-    tn_device_props d;
-    tn_device_props_for_target("h200", &d);
-    tn_schedule_request req = {&a, k.rows, k.cols, 16, k.kind, &d, 1};
-    tn_plan_desc p;
-    char err[320];
-    CHECK(tn_schedule(&req, &p, err, sizeof err), "%lld x %lld: %s", (long long)k.rows, (long long)k.cols, err);
-    if (k.l2_slice) {
-        static tn_plan_desc cands[4096];
-        const int n = tn_schedule_candidates(&req, cands, 4096);
-        int found = 0;
-        for (int i = 0; i < n && !found; i++)
-            if (cands[i].l2_slice) p = cands[i], found = 1;
-        CHECK(found, "no l2_slice candidate at %lld x %lld", (long long)k.rows, (long long)k.cols);
-    }
-    if (k.stages) p.stages = k.stages, p.smem_bytes = (int)tn_cluster_dynamic_smem(&a, &p);
-    if (k.online) p.online = 1;
-    CHECK(tn_plan_desc_check(&p, &a, &d, 16, err, sizeof err), "%lld x %lld: %s", (long long)k.rows,
-          (long long)k.cols, err);
-    tn_strbuf sb;
-    tn_strbuf_init(&sb, NULL);
-    tn_codegen(f, &a, &p, &sb);
-    return tn_strbuf_take(&sb);
-}
-
 static int count_of(const char *s, const char *needle) {
     int n = 0;
     for (const char *at = strstr(s, needle); at; at = strstr(at + 1, needle)) n++;
@@ -210,18 +198,18 @@ void test_early_stores(void) {
         int early;
         const char *reduce; /* the first reduction's call */
     } cases[] = {
-        {{64, 4096, TN_PLAN_REGISTER}, 1, "tn_row_reduce"},
-        {{4097, 4097, TN_PLAN_REGISTER}, 1, "tn_row_reduce"}, /* peeled: the element outside the vectors too */
-        {{4096, 8192, TN_PLAN_TMA}, 1, "tn_row_reduce"},
-        {{4096, 65536, TN_PLAN_CLUSTER}, 1, "tn_cluster_reduce"},
-        {{3, 4097, TN_PLAN_LOOPED}, 0, "tn_row_reduce"},
-        {{16384, 1024, TN_PLAN_TMA_WS}, 0, "tn_group_reduce"},
-        {{512, 262144, TN_PLAN_CLUSTER, 0, 1}, 0, "tn_cluster_reduce"},
+        {{.rows = 64, .cols = 4096, .kind = TN_PLAN_REGISTER, .pdl = 1}, 1, "tn_row_reduce"},
+        {{.rows = 4097, .cols = 4097, .kind = TN_PLAN_REGISTER, .pdl = 1}, 1, "tn_row_reduce"}, /* peeled: the element outside the vectors too */
+        {{.rows = 4096, .cols = 8192, .kind = TN_PLAN_TMA, .pdl = 1}, 1, "tn_row_reduce"},
+        {{.rows = 4096, .cols = 65536, .kind = TN_PLAN_CLUSTER, .pdl = 1}, 1, "tn_cluster_reduce"},
+        {{.rows = 3, .cols = 4097, .kind = TN_PLAN_LOOPED, .pdl = 1}, 0, "tn_row_reduce"},
+        {{.rows = 16384, .cols = 1024, .kind = TN_PLAN_TMA_WS, .pdl = 1}, 0, "tn_group_reduce"},
+        {{.rows = 512, .cols = 262144, .kind = TN_PLAN_CLUSTER, .pdl = 1, .l2_slice = 1}, 0, "tn_cluster_reduce"},
         /* 4 CTAs of 256 x 17 vectors, staged: 136 words of the row in a thread's 255 registers */
-        {{512, 131080, TN_PLAN_CLUSTER, 1}, 0, "tn_cluster_reduce"},
+        {{.rows = 512, .cols = 131080, .kind = TN_PLAN_CLUSTER, .pdl = 1, .stages = 1}, 0, "tn_cluster_reduce"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char *src = kernel_of(add, cases[i].k);
+        char *src = kernel_of(add, cases[i].k, "add_rmsnorm");
         const char *at = strstr(src, k_early_mark);
         /* The reduction helpers are defined in the device header: the first call is the first after the kernel's
            signature. */
@@ -265,7 +253,9 @@ void test_early_stores(void) {
     tn_fusion_output(f, "w", w, TN_DTYPE_BF16);
     CHECK(tn_fusion_verify(f) == TN_STATUS_OK, "softmax_and_copies: %s", tn_context_last_error(ctx));
     for (int online = 0; online <= 1; online++) {
-        char *src = kernel_of(f, (kernel_case){64, 4096, TN_PLAN_REGISTER, 0, 0, online});
+        char *src = kernel_of(
+            f, (kernel_case){.rows = 64, .cols = 4096, .kind = TN_PLAN_REGISTER, .pdl = 1, .online = online},
+            "softmax_and_copies");
         const char *at = strstr(src, k_early_mark), *body = strstr(src, "tn_kernel(");
         const char *red = body ? strstr(body, "tn_row_reduce") : NULL;
         CHECK(at && red && at < red && count_of(src, k_early_mark) == 1 && count_of(src, "out1 + row * out1_ld") == 1 &&
