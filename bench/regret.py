@@ -53,10 +53,11 @@ PLAN_COLUMNS = {"vec": "vec", "t/row": "threads_per_row", "rows": "rows_per_cta"
                 "block": "block_threads", "stages": "stages", "groups": "consumer_groups", "chunks": "chunks",
                 "cluster": "cluster", "pf": "prefetch", "cta": "ctas_per_sm", "cy": "carry",
                 "ss": "shared_slice", "col": "col_cache", "ce": "cols_early", "pe": "peel", "pl": "pipeline", "on": "online",
-                "el": "early_l2", "l2": "l2_slice", "pdl": "pdl"}  # not the grid: a cluster plan's is the driver's count at launch
-# A log older than a plan field has no column for it: every plan it timed had the field's default. Not early_l2
-# nor pdl: a log without their columns is matched on the other fields (the L2 prefetch before the PDL wait, and
-# where the next kernel is triggered, leave the shape of the plan as it was).
+                "el": "early_l2", "l2": "l2_slice", "es": "early_stores", "pdl": "pdl"}  # not the grid: a cluster plan's is the driver's count at launch
+# A log older than a plan field has no column for it: every plan it timed had the field's default. Not early_l2,
+# early_stores nor pdl: a log without their columns is matched on the other fields (the L2 prefetch before the PDL
+# wait, where the next kernel is triggered and when the outputs that need no reduction are stored leave the shape
+# of the plan as it was).
 PLAN_DEFAULTS = {"stages": 0, "consumer_groups": 0, "chunks": 1, "cluster": 1, "prefetch": 0, "ctas_per_sm": 0,
                  "carry": 0, "shared_slice": 0, "col_cache": 0, "cols_early": 0, "peel": 0, "pipeline": 0, "online": 0,
                  "l2_slice": 0}

@@ -133,18 +133,18 @@ int tn_tune(tn_context *ctx, const tn_fusion *f, int64_t rows, int64_t cols, con
         c->plan = NULL;
     }
     qsort(cands, (size_t)n, sizeof cands[0], by_time);
-    printf("%-9s %5s %7s %5s %6s %7s %6s %6s %6s %7s %3s %3s %3s %3s %3s %3s %3s %3s %3s %3s %3s %3s %8s %10s %10s\n", "kind",
+    printf("%-9s %5s %7s %5s %6s %7s %6s %6s %6s %7s %3s %3s %3s %3s %3s %3s %3s %3s %3s %3s %3s %3s %3s %8s %10s %10s\n", "kind",
            "vec", "t/row", "rows", "batch", "block", "stages", "groups", "chunks", "cluster", "pf", "cta", "cy",
-           "ss", "col", "ce", "pe", "pl", "on", "el", "l2", "pdl", "smem", "grid", "us");
+           "ss", "col", "ce", "pe", "pl", "on", "el", "l2", "es", "pdl", "smem", "grid", "us");
     double chosen_us = 0;
     for (int i = 0; i < n; i++) {
         const tn_plan_desc *p = &cands[i].desc;
         if (cands[i].chosen) chosen_us = cands[i].us;
-        printf("%-9s %5d %7d %5d %6d %7d %6d %6d %6d %7d %3d %3d %3d %3d %3d %3d %3d %3d %3d %3d %3d %3d %8d %10lld %10.2f%s%s%s%s\n",
+        printf("%-9s %5d %7d %5d %6d %7d %6d %6d %6d %7d %3d %3d %3d %3d %3d %3d %3d %3d %3d %3d %3d %3d %3d %8d %10lld %10.2f%s%s%s%s\n",
                tn_plan_kind_name(p->kind), p->vec, p->threads_per_row, p->rows_per_cta, p->batch, p->block_threads,
                p->stages, p->consumer_groups, p->chunks, p->cluster, p->prefetch, p->ctas_per_sm, p->carry,
                p->shared_slice, p->col_cache, p->cols_early, p->peel, p->pipeline, p->online, p->early_l2, p->l2_slice,
-               p->pdl, p->smem_bytes,
+               p->early_stores, p->pdl, p->smem_bytes,
                (long long)p->grid, cands[i].us, cands[i].passed && !cands[i].confirmed ? "  (screen)" : "",
                cands[i].chosen ? "  <- scheduler" : "", cands[i].passed ? "" : "  FAILED: ", cands[i].error);
     }

@@ -225,10 +225,11 @@ static int thread_regs(const gen *g) {
     return cap < 255 ? cap : 255;
 }
 static void registers_fetch(gen *g, int k, const char *ind);
-/* Whether ROW output o is stored in the first reduction phase rather than the output phase: its value needs no
-   reduction and that phase computes it anyway (add_rmsnorm's x + residual), and the storage keeps the row on chip,
-   so a store that overwrites a ROW input in place comes after this thread's every read of those elements. Its writes
-   then stream while the row's reductions wait, where the output phase would carry them all. */
+/* Whether ROW output o is stored in the first reduction phase rather than the output phase (plan field
+   early_stores): its value needs no reduction and that phase computes it anyway (add_rmsnorm's x + residual), and
+   the storage keeps the row on chip, so a store that overwrites a ROW input in place comes after this thread's
+   every read of those elements. Its writes then stream while the row's reductions wait, where the output phase
+   would carry them all. */
 static int early_output(const gen *g, int o) {
     const int v = (int)g->f->outputs[o].value.index;
     /* Not where the row kept in registers takes over half of a thread's: the stores' values and addresses in the
@@ -238,8 +239,8 @@ static int early_output(const gen *g, int o) {
        bytes). In a loop of their own after the first phase's (the values computed again), ptxas kept the first
        loop's values and spilled 140 bytes at 512 x 131080. */
     const int crowded = g->storage->fetch == registers_fetch && 2 * row_words(g) > thread_regs(g);
-    return g->a->num_levels >= 1 && !g->storage->late_stores && !crowded && g->a->level[v] == 0 &&
-           phase_need(g, 0)[v];
+    return g->p->early_stores && g->a->num_levels >= 1 && !g->storage->late_stores && !crowded &&
+           g->a->level[v] == 0 && phase_need(g, 0)[v];
 }
 static void find_early_outputs(gen *g) {
     for (int r = 0; r < g->a->num_row_outputs; r++)

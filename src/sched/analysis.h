@@ -56,6 +56,9 @@ typedef struct tn_analysis {
     int min_row_elem_size;    /* smallest element of any ROW or COL tensor */
     int max_elem_size;        /* largest element of any ROW or COL tensor */
     int has_f8_output;
+    /* ROW outputs that need no reduction and that the first reduction phase computes anyway (add_rmsnorm's
+       x + residual): a plan with `early_stores` stores them in that phase, before the reductions. */
+    int early_row_outputs;
     /* Special-function values per element (exp, log, ...) that a later phase
        needs again: carried[i] = 1 + the phase that first computes value i (0:
        not carried). A plan with `carry` keeps them in f32 registers from that

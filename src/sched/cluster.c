@@ -679,10 +679,11 @@ static int share_long_slices(const tn_schedule_request *r, tn_plan_desc *p) {
    driver ran one CTA an SM). */
 static int schedule_l2_slices(const tn_schedule_request *r, const tn_plan_desc *base, tn_plan_desc *p);
 
-/* Rows whose register plan (reg: one row a CTA) is a lone CTA an SM, in the window where the register plan
-   would pipeline its rows (pipeline_few_groups: from twice the SMs to TN_PIPELINE_MAX_GROUPS_AN_SM rows an
-   SM) but, by the estimate, cannot (no room in registers for the next row's: add_rmsnorm's two inputs; rows
-   of more than 4 vectors a thread at 1024 threads; widths it would leave ragged); rows over
+/* Rows whose register plan (reg: one row a CTA) is a lone CTA an SM, from twice the SMs to
+   TN_LONE_MAX_ROWS_AN_SM rows an SM (within the window where the register plan would pipeline its rows,
+   pipeline_few_groups, to TN_PIPELINE_MAX_GROUPS_AN_SM), where by the estimate it cannot (no room in registers
+   for the next row's: add_rmsnorm's two inputs; rows of more than 4 vectors a thread at 1024 threads; widths it
+   would leave ragged); rows over
    TN_CLUSTER_SHORT_ROW_BYTES in 16-byte vectors from 16-byte boundaries (the streamed stages' copies), no
    special functions. Such a CTA loads its row, waits, reduces and stores with nothing else of its SM's in
    flight; split over clusters that loop over the rows at 2 CTAs an SM (cluster_pick_lone, whose comment has
@@ -695,7 +696,7 @@ static int lone_ctas_few_waves(const tn_schedule_request *r, const tn_plan_desc 
     const tn_device_props *d = r->props;
     if (r->analysis->special_evals || reg->peel || !cluster_prefetch_ok(reg, r->analysis) || reg->rows_per_cta != 1 ||
         row_bytes <= TN_CLUSTER_SHORT_ROW_BYTES ||
-        r->rows < 2 * (int64_t)d->sm_count || r->rows > (int64_t)TN_PIPELINE_MAX_GROUPS_AN_SM * d->sm_count ||
+        r->rows < 2 * (int64_t)d->sm_count || r->rows > (int64_t)TN_LONE_MAX_ROWS_AN_SM * d->sm_count ||
         ctas_an_sm(d, row_regs(r, reg->vec, reg->batch), reg->block_threads) > 1)
         return 0;
     return !tn_register_pipelines(r, reg);

@@ -186,6 +186,21 @@ static int early_l2_fits(const tn_schedule_request *r, const tn_plan_desc *p) {
    grids fill whole SMs by threads: untimed as a rule, tune times both (tn_schedule_candidates). */
 static int takes_late_trigger(const tn_plan_desc *p) { return p->pdl && p->kind == TN_PLAN_CLUSTER; }
 
+/* Whether plan p stores the outputs that need no reduction (add_rmsnorm's x + residual) in its first phase,
+   before the reductions (plan field early_stores), rather than beside the others after them: where every CTA (a
+   cluster) takes one row group, nothing else of its SM's is in flight while the row's reductions wait, and the
+   early writes stream through that wait. Where the CTAs loop over row groups, the next group's loads do, and
+   the early writes compete with them. A/B on the H100 (bench/ab_code.sh against the stores after the
+   reductions, session 22, 2026-12-07-h100-s22-ab-early*.log), add_rmsnorm bf16, one row group a CTA: 132 x
+   32768 13.40 us against 15.03, 96 x 32768 11.65 against 12.33, 200 x 32768 21.50 against 23.50, 64 x 32768
+   (clusters of 2) 7.43 against 8.10, 96 x 4096 1.96 against 2.14; 4096 x 4096 46.39 against 46.02; slower at
+   264 x 4096 (4.01 against 3.67) and 96 x 12288 in f16 (5.25 against 4.60; bf16 4.38 against 4.67). Clusters
+   that loop: 512 x 32768 50.01 against 48.90, 600 x 32768 59.04 against 57.85, f32 600 x 12288 43.92 against
+   42.11 (264 x 32768 24.78 against 25.36). tune times both (tn_schedule_candidates). */
+static int takes_early_stores(const tn_schedule_request *r, const tn_plan_desc *p) {
+    return r->analysis->early_row_outputs && tn_plan_early_stores_kind(p) && !tn_plan_grid_loops(p);
+}
+
 int tn_schedule(const tn_schedule_request *r, tn_plan_desc *p, char *err, size_t cap) {
     tn_plan_desc base;
     if (!common_fields(r, &base, err, cap)) return 0;
@@ -207,6 +222,9 @@ int tn_schedule(const tn_schedule_request *r, tn_plan_desc *p, char *err, size_t
                 tn_why(p, "pdl 2: the next kernel triggered at each CTA's last row group, as a cluster grid may loop "
                           "over its rows");
             }
+            if ((p->early_stores = takes_early_stores(r, p)))
+                tn_why(p, "early_stores: the outputs that need no reduction stored before the reductions, as every "
+                          "CTA takes one row group");
             if ((p->early_l2 = early_l2_fits(r, p)))
                 tn_why(p, "early_l2: the first row group prefetched into L2 before the PDL wait, as the grid is one "
                           "wave and the problem's bytes fit the L2 (its first wave's half of it, at %d or more CTAs "
@@ -266,7 +284,14 @@ int tn_schedule_candidates(const tn_schedule_request *r, tn_plan_desc *out, int 
     for (int i = 0; i < n; i++) {  /* as the scheduler would */
         out[i].pdl = takes_late_trigger(&out[i]) ? 2 : out[i].pdl;
         out[i].early_l2 = early_l2_fits(r, &out[i]);
+        out[i].early_stores = takes_early_stores(r, &out[i]);
     }
+    /* ... and each with the outputs that need no reduction stored the other way (early_stores). */
+    for (int i = 0, plain = n; i < plain && n < cap && r->analysis->early_row_outputs; i++)
+        if (tn_plan_early_stores_kind(&out[i])) {
+            out[n] = out[i];
+            out[n++].early_stores = !out[i].early_stores;
+        }
     /* ... and each whose grid loops over row groups again with the other triggers: pdl 1 <-> 2, and 3 (none: each
        CTA triggers as it exits; H100, session 13: PDL off was 1-6% faster than pdl 2 at softmax 512 x 65536 and
        64 x 131072, where the next kernel's CTAs still start in the slots the first CTAs to finish leave). */

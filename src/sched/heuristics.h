@@ -197,5 +197,9 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
    and a few waves give their phases no time to drift apart. */
 #define TN_PIPELINE_MAX_CTAS 2
 #define TN_PIPELINE_MAX_GROUPS_AN_SM 6
+/* Lone CTAs (cluster.c, lone_ctas_few_waves) split over looping clusters up to this many rows an SM. A/B on the
+   H100 (2026-12-07-h100-s22-ab-lone.log, clusters against one row a CTA): 2.3-2.9 rows an SM 0.878-1.038,
+   geomean 0.96; 3.9 (512 rows) 0.944-1.038, about even; 5.3-6 rows (700-792) 0.965-1.055, geomean 1.02. */
+#define TN_LONE_MAX_ROWS_AN_SM 4
 
 #endif

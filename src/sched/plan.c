@@ -36,7 +36,8 @@ static const field k_fields[] = {F64(rows), F64(cols), F32(vec), F32(threads_per
                                  OPT(chunks, 1), OPT(producer_regs, 0), OPT(consumer_regs, 0), OPT(cluster, 1),
                                  OPT(ctas_per_sm, 0), OPT(prefetch, 0), OPT(carry, 0),
                                  OPT(shared_slice, 0), OPT(col_cache, 0), OPT(cols_early, 0), OPT(peel, 0),
-                                 OPT(pipeline, 0), OPT(online, 0), OPT(early_l2, 0), OPT(l2_slice, 0)};
+                                 OPT(pipeline, 0), OPT(online, 0), OPT(early_l2, 0), OPT(l2_slice, 0),
+                                 OPT(early_stores, 0)};
 #define NUM_FIELDS (sizeof k_fields / sizeof k_fields[0])
 
 static int64_t get(const tn_plan_desc *p, const field *f) {
@@ -252,6 +253,10 @@ int64_t tn_plan_l2_resident_rows(const tn_analysis *a, const tn_device_props *d,
 
 int tn_plan_early_l2_kind(const tn_plan_desc *p) { return p->kind == TN_PLAN_REGISTER || p->kind == TN_PLAN_CLUSTER; }
 
+int tn_plan_early_stores_kind(const tn_plan_desc *p) {
+    return p->kind == TN_PLAN_REGISTER || p->kind == TN_PLAN_TMA || (p->kind == TN_PLAN_CLUSTER && !p->l2_slice);
+}
+
 int tn_plan_late_trigger_kind(const tn_plan_desc *p) { return p->kind != TN_PLAN_TMA_WS; }
 
 int tn_plan_grid_loops(const tn_plan_desc *p) {
@@ -367,6 +372,12 @@ int tn_plan_desc_check(const tn_plan_desc *p, const tn_analysis *a, const tn_dev
                              p->carry || p->col_cache || p->cols_early || p->prefetch || p->batch > 16))
         REJECT("plan: l2_slice %d must be 0, or 1 in a cluster plan without stages, shared_slice, carry, col_cache, "
                "cols_early or prefetch, of batch at most 16 (vectors a thread in flight: %d)", p->l2_slice, p->batch);
+    if (p->early_stores != 0 && (p->early_stores != 1 || !tn_plan_early_stores_kind(p)))
+        REJECT("plan: early_stores %d must be 0, or 1 in a register, tma or cluster plan without l2_slice",
+               p->early_stores);
+    if (p->early_stores && !a->early_row_outputs)
+        REJECT("plan: early_stores 1, but no ROW output of the fusion is computed before its first reduction "
+               "without one");
     if (p->vec > 1 && p->vec * a->min_row_elem_size > 16)
         REJECT("plan: vec %d is wider than one 16-byte access of the narrowest tensor", p->vec);
     if (p->align_bytes < tn_plan_access_align(p, a->max_elem_size))

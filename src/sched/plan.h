@@ -86,6 +86,10 @@ typedef struct tn_plan_desc {
                             again (from L2: the grid keeps at once only the rows whose re-read inputs fit in two
                             thirds of it), batch vectors a thread in flight; for rows too long for the cluster to
                             hold on chip. No stages, shared_slice, carry, col_cache, cols_early, prefetch */
+    int early_stores;    /* register, tma, cluster without l2_slice: 1 = the ROW outputs that need no reduction and
+                            that the first reduction phase computes anyway (add_rmsnorm's x + residual) are stored
+                            in that phase, before the reductions, where the row stays on chip and its registers
+                            leave room (codegen's early_output); 0 = every output after the reductions */
     char why[1024];      /* the scheduler's reasons, one clause per decision */
 } tn_plan_desc;
 
@@ -106,6 +110,10 @@ int tn_plan_early_l2_kind(const tn_plan_desc *p);
 /* Whether p's CTAs loop over row groups (a persistent grid: fewer CTAs, or clusters, than row groups; not
    tma-ws, whose consumer groups step on their own). Where pdl is 2, its trigger comes late. */
 int tn_plan_grid_loops(const tn_plan_desc *p);
+/* Whether p's kind lets it store outputs before its reductions (plan field `early_stores`): register, tma and
+   cluster plans that keep the row on chip (not l2_slice, not looped or tma-ws, which read it again or have not
+   run so). */
+int tn_plan_early_stores_kind(const tn_plan_desc *p);
 /* Whether p's kind takes pdl 2 (the trigger at each CTA's last row group): all but tma-ws. */
 int tn_plan_late_trigger_kind(const tn_plan_desc *p);
 

@@ -85,10 +85,11 @@ static const golden k_goldens[] = {
 /* A plan for fusion f over rows x cols of `kind` (-1: the scheduler's) and PDL as asked, then changed as a
    golden or a test asks: a tune candidate with the slices in L2 (l2_slice) put in its place; pipelined;
    its cluster slices left in shared memory (shared) or streamed through `stages`; max and sum as one online
-   pair; pdl 2 or 3 set. */
+   pair; pdl 2 or 3 set; the outputs that need no reduction stored early (early 1) or late (-1), not as the
+   scheduler chose (0). */
 typedef struct kernel_case {
     int64_t rows, cols;
-    int kind, pdl, stages, shared, pipeline, online, l2_slice;
+    int kind, pdl, stages, shared, pipeline, online, l2_slice, early;
 } kernel_case;
 
 /* The kernel for k's plan of fusion f (the caller frees it); `what` names the case in failures. */
@@ -114,6 +115,7 @@ static char *kernel_of(const tn_fusion *f, kernel_case k, const char *what) {
     else if (k.stages) p.stages = k.stages, p.smem_bytes = (int)tn_cluster_dynamic_smem(&a, &p);
     if (k.online) p.online = 1;
     if (k.pdl >= 2) p.pdl = k.pdl;
+    if (k.early) p.early_stores = k.early > 0;
     CHECK(tn_plan_desc_check(&p, &a, &d, 16, err, sizeof err), "%s: %s", what, err);
     if (k.online) CHECK(tn_analyze_online(f, &a) == 1, "%s: no online pair", what);
     tn_strbuf sb;
@@ -185,8 +187,9 @@ static int count_of(const char *s, const char *needle) {
 
 static const char *const k_early_mark = "if (live) {  // stored before the reductions";
 
-/* Outputs that need no reduction are stored in the first reduction phase where the row stays on chip (before
-   the first reduction's call), and in the output phase where each phase reads the row from memory again (an
+/* Outputs that need no reduction are stored in the first reduction phase where the plan says so (early_stores:
+   the scheduler's where every CTA takes one row group) and the row stays on chip (before the first reduction's
+   call), and in the output phase where the plan says not, where each phase reads the row from memory again (an
    in-place store there would change what the next phase reads), where tma-ws keeps them there, where the row
    kept in registers takes over half of a thread's, or where the first phase does not compute them. */
 void test_early_stores(void) {
@@ -200,13 +203,17 @@ void test_early_stores(void) {
     } cases[] = {
         {{.rows = 64, .cols = 4096, .kind = TN_PLAN_REGISTER, .pdl = 1}, 1, "tn_row_reduce"},
         {{.rows = 4097, .cols = 4097, .kind = TN_PLAN_REGISTER, .pdl = 1}, 1, "tn_row_reduce"}, /* peeled: the element outside the vectors too */
-        {{.rows = 4096, .cols = 8192, .kind = TN_PLAN_TMA, .pdl = 1}, 1, "tn_row_reduce"},
-        {{.rows = 4096, .cols = 65536, .kind = TN_PLAN_CLUSTER, .pdl = 1}, 1, "tn_cluster_reduce"},
+        {{.rows = 4096, .cols = 8192, .kind = TN_PLAN_TMA, .pdl = 1, .early = 1}, 1, "tn_row_reduce"},
+        {{.rows = 4096, .cols = 65536, .kind = TN_PLAN_CLUSTER, .pdl = 1, .early = 1}, 1, "tn_cluster_reduce"},
+        /* the scheduler's choice where the grid loops (early_stores 0), and a register plan's turned off */
+        {{.rows = 4096, .cols = 65536, .kind = TN_PLAN_CLUSTER, .pdl = 1}, 0, "tn_cluster_reduce"},
+        {{.rows = 64, .cols = 4096, .kind = TN_PLAN_REGISTER, .pdl = 1, .early = -1}, 0, "tn_row_reduce"},
         {{.rows = 3, .cols = 4097, .kind = TN_PLAN_LOOPED, .pdl = 1}, 0, "tn_row_reduce"},
         {{.rows = 16384, .cols = 1024, .kind = TN_PLAN_TMA_WS, .pdl = 1}, 0, "tn_group_reduce"},
         {{.rows = 512, .cols = 262144, .kind = TN_PLAN_CLUSTER, .pdl = 1, .l2_slice = 1}, 0, "tn_cluster_reduce"},
         /* 4 CTAs of 256 x 17 vectors, staged: 136 words of the row in a thread's 255 registers */
-        {{.rows = 512, .cols = 131080, .kind = TN_PLAN_CLUSTER, .pdl = 1, .stages = 1}, 0, "tn_cluster_reduce"},
+        {{.rows = 512, .cols = 131080, .kind = TN_PLAN_CLUSTER, .pdl = 1, .stages = 1, .early = 1}, 0,
+         "tn_cluster_reduce"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *src = kernel_of(add, cases[i].k, "add_rmsnorm");

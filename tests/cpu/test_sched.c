@@ -1042,7 +1042,7 @@ static void test_uneven_slices(tn_context *ctx) {
     printf("sched uneven slices: %d plans with a shorter last slice\n", uneven);
 }
 
-/* Lone CTAs over few waves (lone_ctas_few_waves): where one row a CTA leaves one CTA an SM over 2 to 6 rows an
+/* Lone CTAs over few waves (lone_ctas_few_waves): where one row a CTA leaves one CTA an SM over 2 to 4 rows an
    SM and the register plan cannot pipeline (add_rmsnorm's two inputs, rows of more than 4 vectors a thread at
    1024 threads), the rows split over clusters; not at 2 CTAs an SM, outside those rows, nor for fusions with
    special functions. */
@@ -1054,9 +1054,10 @@ static void test_lone_ctas_few_waves(tn_context *ctx, const tn_device_props *d) 
         int lone;
     } v[] = {
         {TN_BUILTIN_ADD_RMSNORM, 512, 24576, 1}, {TN_BUILTIN_ADD_RMSNORM, 300, 32768, 1},
-        {TN_BUILTIN_RMSNORM, 512, 32768, 1},     {TN_BUILTIN_ADD_RMSNORM, 6 * sms, 24576, 1},
+        {TN_BUILTIN_RMSNORM, 512, 32768, 1},     {TN_BUILTIN_ADD_RMSNORM, 4 * sms, 24576, 1},
         {TN_BUILTIN_ADD_RMSNORM, 2 * sms, 24576, 1},
-        {TN_BUILTIN_ADD_RMSNORM, 6 * sms + 1, 24576, 0}, /* past 6 rows an SM */
+        {TN_BUILTIN_ADD_RMSNORM, 4 * sms + 1, 24576, 0}, /* past 4 rows an SM */
+        {TN_BUILTIN_ADD_RMSNORM, 792, 24576, 0},
         {TN_BUILTIN_ADD_RMSNORM, 2 * sms - 1, 24576, 0}, /* under twice the SMs */
         {TN_BUILTIN_ADD_RMSNORM, 96, 32768, 0},
         {TN_BUILTIN_ADD_RMSNORM, 512, 8192, 0},          /* 4 CTAs an SM */
@@ -1421,6 +1422,67 @@ static void test_early_l2(tn_context *ctx) {
     }
 }
 
+/* early_stores: add_rmsnorm's sum is stored before the reductions where every CTA (cluster) takes one row group,
+   after them where the grid loops (a persistent cluster, a tma ring, a pipelined register plan) and in the kinds
+   that read the row again (looped, l2_slice) or tma-ws; never in a fusion whose outputs all need a reduction
+   (the check refuses it there). tune's candidates carry both values wherever the kind allows. */
+static void test_early_stores_plan(tn_context *ctx) {
+    tn_device_props d;
+    tn_device_props_for_target("h100", &d);
+    tn_builtin_options o = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0};
+    tn_fusion *f = NULL;
+    tn_fusion_builtin(ctx, TN_BUILTIN_ADD_RMSNORM, &o, &f);
+    tn_analysis a;
+    tn_analyze(f, &a);
+    CHECK(a.early_row_outputs == 1, "add_rmsnorm: %d early outputs, expected 1 (the sum)", a.early_row_outputs);
+    static const struct { int64_t rows, cols; int kind, early; } v[] = {
+        {96, 32768, -1, 1},     /* one CTA a row, 96 CTAs */
+        {1, 8192, -1, 1},       /* a cluster for the one row */
+        {4096, 4096, -1, 1},    /* many waves, one row group a CTA */
+        {512, 32768, -1, 0},    /* clusters that loop over the rows */
+        {4096, 8192, TN_PLAN_TMA, 0},
+        {3, 4097, TN_PLAN_LOOPED, 0},
+        {16384, 1024, TN_PLAN_TMA_WS, 0}};
+    for (int i = 0; i < (int)(sizeof v / sizeof v[0]); i++) {
+        tn_schedule_request req = {&a, v[i].rows, v[i].cols, 16, v[i].kind, &d, 1, 0, 0, 0, 0};
+        tn_plan_desc p;
+        char err[320];
+        const int ok = tn_schedule(&req, &p, err, sizeof err);
+        CHECK(ok && p.early_stores == v[i].early && (v[i].kind >= 0 || tn_plan_grid_loops(&p) != v[i].early) &&
+                  !strstr(p.why, "early_stores") == !v[i].early,
+              "add_rmsnorm %lldx%lld: %s early_stores %d, expected %d: %s", (long long)v[i].rows, (long long)v[i].cols,
+              tn_plan_kind_name(p.kind), p.early_stores, v[i].early, ok ? p.why : err);
+        if (!ok) continue;
+        tn_plan_desc q = p;
+        q.early_stores = !p.early_stores;
+        const int allowed = tn_plan_early_stores_kind(&p);
+        CHECK(tn_plan_desc_check(&q, &a, &d, 16, err, sizeof err) == allowed,
+              "add_rmsnorm %lldx%lld, %s: early_stores %d %s", (long long)v[i].rows, (long long)v[i].cols,
+              tn_plan_kind_name(p.kind), q.early_stores, allowed ? err : "passed the check");
+        static tn_plan_desc c[2048];
+        int on = 0, off = 0;
+        for (int k = 0, n = tn_schedule_candidates(&req, c, 2048); k < n; k++) {
+            if (!tn_plan_early_stores_kind(&c[k])) continue;
+            on += c[k].early_stores, off += !c[k].early_stores;
+            CHECK(tn_plan_desc_check(&c[k], &a, &d, 16, err, sizeof err), "early_stores candidate: %s", err);
+        }
+        CHECK(!allowed || (on > 0 && off > 0), "add_rmsnorm %lldx%lld: %d candidates with early_stores, %d without",
+              (long long)v[i].rows, (long long)v[i].cols, on, off);
+    }
+    tn_fusion_destroy(f);
+    tn_fusion_builtin(ctx, TN_BUILTIN_RMSNORM, &o, &f);
+    tn_analyze(f, &a);
+    tn_schedule_request req = {&a, 96, 32768, 16, -1, &d, 1, 0, 0, 0, 0};
+    tn_plan_desc p;
+    char err[320];
+    CHECK(a.early_row_outputs == 0 && tn_schedule(&req, &p, err, sizeof err) && !p.early_stores,
+          "rmsnorm: early outputs %d, early_stores %d", a.early_row_outputs, p.early_stores);
+    p.early_stores = 1;
+    CHECK(!tn_plan_desc_check(&p, &a, &d, 16, err, sizeof err) && strstr(err, "early_stores"),
+          "rmsnorm with early_stores: %s", err);
+    tn_fusion_destroy(f);
+}
+
 /* pdl 2: the scheduler's cluster plans trigger the next kernel at each CTA's last row group, other kinds keep
    the trigger at the top; tune twins every candidate whose grid loops with the other trigger (the GPU tier's
    run_late_trigger takes its register, looped and tma ones at these shapes), and again with none (pdl 3); the plan
@@ -1596,6 +1658,7 @@ void test_sched(void) {
     test_pipeline(ctx);
     test_cols_early(ctx);
     test_early_l2(ctx);
+    test_early_stores_plan(ctx);
     test_l2_slice(ctx);
     test_late_trigger(ctx);
     test_ragged(ctx);

@@ -256,6 +256,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                p.pdl, tn_plan_kind_name(p.kind));
     FUZZ_CHECK(!p.early_l2 || (p.pdl && (p.kind == TN_PLAN_REGISTER || p.kind == TN_PLAN_CLUSTER)),
                "checked plan: early_l2 in a %s plan, pdl %d", tn_plan_kind_name(p.kind), p.pdl);
+    FUZZ_CHECK(!p.early_stores || (p.early_stores == 1 && tn_plan_early_stores_kind(&p) && fu->an->early_row_outputs),
+               "checked plan: early_stores %d in a %s plan", p.early_stores, tn_plan_kind_name(p.kind));
     FUZZ_CHECK(!p.l2_slice || (p.kind == TN_PLAN_CLUSTER && !p.stages && !p.shared_slice && !p.carry && !p.col_cache &&
                                !p.cols_early && !p.prefetch && p.batch <= 16),
                "checked plan: l2_slice in a %s plan, %d stages, carry %d, batch %d", tn_plan_kind_name(p.kind), p.stages,

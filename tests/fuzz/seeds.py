@@ -124,6 +124,8 @@ def plan_edges(base):
         "prefetch-on-register": with_(prefetch=1),
         "early-l2-without-pdl": with_(early_l2=1, pdl=0),
         "early-l2-2": with_(early_l2=2, pdl=1),
+        "early-stores-2": with_(early_stores=2),
+        "early-stores-without-early-output": with_(early_stores=1),  # rmsnorm: every output needs the reduction
         "pdl-2": with_(pdl=2),
         "pdl-3": with_(pdl=3),
         "pdl-4": with_(pdl=4),

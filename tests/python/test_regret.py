@@ -35,12 +35,7 @@ def main():
         head = re.search(r'printf\("%-9s (.*?)\\n", (.*?)\);', src, re.S)
         names = [a.strip().strip('"') for a in head[2].split(",")]
         assert names[:2] == ["kind", "vec"] and "us" in names, names
-        cols = {"vec": "vec", "t/row": "threads_per_row", "rows": "rows_per_cta", "batch": "batch",
-                "block": "block_threads", "stages": "stages", "groups": "consumer_groups", "chunks": "chunks",
-                "cluster": "cluster", "pf": "prefetch", "cta": "ctas_per_sm", "cy": "carry", "ss": "shared_slice",
-                "col": "col_cache", "ce": "cols_early", "pe": "peel", "pl": "pipeline", "on": "online", "el": "early_l2",
-                "l2": "l2_slice", "pdl": "pdl", "smem": "smem_bytes",
-                "grid": "grid"}  # tune's columns
+        cols = dict(regret.PLAN_COLUMNS, smem="smem_bytes", grid="grid")  # tune's columns
 
         def row(p, us):
             return " ".join([p["kind"]] + [str(p[cols[n]]) for n in names[1:-1]] + [f"{us:.2f}"])

@@ -79,7 +79,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) tn_kernel(
             if ((p < PF || vl < NVL)) {
                 const tn_vec<tn_u16, V> &b0 = bb0[p];
                 const tn_vec<tn_u16, V> &b1 = bb1[p];
-                tn_vec<tn_u16, V> o1;
                 #pragma unroll
                 for (int v = 0; v < V; v++) {
                     const float e0 = tn_bf16_to_f32(b0.e[v]);
@@ -90,11 +89,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) tn_kernel(
                     const float e6 = tn_round_bf16(e5);
                     const float e7 = e6;
                     const float e8 = (e7 * e7);
-                    o1.e[v] = tn_f32_to_bf16(e6);
                     acc9[v % A] = tn_combine<0>(acc9[v % A], e8);
-                }
-                if (live) {  // stored before the reductions
-                    tn_vstore(out1 + row * out1_ld + vi * V, o1);
                 }
             }
         }
@@ -112,6 +107,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) tn_kernel(
                 tn_vec<tn_u16, V> c2;
                 tn_vload(c2, in2 + vi * V);
                 tn_vec<tn_u16, V> o0;
+                tn_vec<tn_u16, V> o1;
                 #pragma unroll
                 for (int v = 0; v < V; v++) {
                     const float e0 = tn_bf16_to_f32(b0.e[v]);
@@ -126,8 +122,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) tn_kernel(
                     const float e16 = e2;
                     const float e17 = (e15 * e16);
                     o0.e[v] = tn_f32_to_bf16(e17);
+                    o1.e[v] = tn_f32_to_bf16(e6);
                 }
                 tn_vstore(out0 + row * out0_ld + vi * V, o0);
+                tn_vstore(out1 + row * out1_ld + vi * V, o1);
             }
         }
         if ((g + gridDim.x / CL) * R < M) __syncthreads();  // tn_red is reused by the next row group
