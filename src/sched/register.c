@@ -151,11 +151,14 @@ static int register_pipelined(const tn_schedule_request *r, const tn_plan_desc *
    fusions with special functions an element: one CTA an SM computes them with nothing beside it (softmax 512 x
    16384 15.14-15.44 us pipelined, 13.76 in one row a CTA at 2 an SM, H100, 2026-12-06-h100-s17-tune.log). Nor
    at a width that leaves the row's last vector to some threads (halve_ragged: 20480 columns over 1024 threads
-   x 3, untimed; the one-row-a-CTA plan halves such widths). */
+   x 3, untimed; the one-row-a-CTA plan halves such widths). Nor where one row a CTA runs every row at once (one
+   wave: each row's loads already in flight together; A/B of the scheduler's plans, H100,
+   2026-12-07-h100-s22-ab-pipeline-c446241.log: layernorm 264 x 9216 at 2 an SM 6.08 us pipelined against 5.05,
+   rmsnorm 264 x 12288 5.47 against 5.37; 300 x 9216, just past the wave, 5.14 against 5.93). */
 static int pipeline_few_groups(const tn_schedule_request *r, tn_plan_desc *p, int64_t per_sm) {
     const tn_device_props *d = r->props;
     if (r->analysis->special_evals || p->rows_per_cta != 1 || per_sm > TN_PIPELINE_MAX_CTAS ||
-        r->rows > (int64_t)TN_PIPELINE_MAX_GROUPS_AN_SM * d->sm_count)
+        r->rows <= per_sm * d->sm_count || r->rows > (int64_t)TN_PIPELINE_MAX_GROUPS_AN_SM * d->sm_count)
         return 0;
     for (int t = d->max_threads_per_block < 1024 ? d->max_threads_per_block : 1024; t >= p->threads_per_row;
          t /= 2) {

@@ -1121,7 +1121,8 @@ static void test_lone_ctas_few_waves(tn_context *ctx, const tn_device_props *d) 
 
 /* The scheduler pipelines the register plan's rows over a persistent grid (pipeline_few_groups) where one row a
    CTA leaves at most 2 CTAs an SM and the rows come to 2-6 an SM (from twice the persistent grid: 264 rows on
-   132 SMs, to 6 an SM: 792), and not for fusions with special functions an element, nor a forced register plan. */
+   132 SMs, to 6 an SM: 792), more than one row a CTA runs in one wave (rmsnorm x 16384 at 2 CTAs an SM: from
+   265 rows), and not for fusions with special functions an element, nor a forced register plan. */
 static void test_pipeline_few_groups(tn_context *ctx, const tn_device_props *d) {
     const struct {
         tn_builtin op;
@@ -1153,13 +1154,14 @@ static void test_pipeline_few_groups(tn_context *ctx, const tn_device_props *d) 
               ok ? p.why : err);
         tn_fusion_destroy(f);
     }
-    /* The edges: from twice the persistent grid, up to 6 rows an SM; a forced register plan stays one row a CTA. */
+    /* The edges: past one wave of 2 CTAs an SM (twice the persistent grid), up to 6 rows an SM; a forced register
+       plan stays one row a CTA. */
     tn_fusion *f = test_builtin(ctx, TN_BUILTIN_RMSNORM, TN_DTYPE_BF16);
     tn_analysis a;
     tn_analyze(f, &a);
     const int64_t sms = d->sm_count;
-    const int64_t edge[][2] = {{2 * sms - 1, 0}, {2 * sms, 1}, {6 * sms, 1}, {6 * sms + 1, 0}};
-    for (int i = 0; i < 4; i++) {
+    const int64_t edge[][2] = {{2 * sms - 1, 0}, {2 * sms, 0}, {2 * sms + 1, 1}, {6 * sms, 1}, {6 * sms + 1, 0}};
+    for (int i = 0; i < 5; i++) {
         tn_schedule_request req = {&a, edge[i][0], 16384, 16, -1, d};
         tn_plan_desc p;
         char err[320];
