@@ -231,7 +231,6 @@ static void registers_fetch(gen *g, int k, const char *ind);
    every read of those elements. Its writes then stream while the row's reductions wait, where the output phase
    would carry them all. */
 static int early_output(const gen *g, int o) {
-    const int v = (int)g->f->outputs[o].value.index;
     /* Not where the row kept in registers takes over half of a thread's: the stores' values and addresses in the
        first phase cost registers there (add_rmsnorm bf16, staged cluster tune candidates: 512 x 131080 over 4
        CTAs of 256 x 17 vectors, 136 words of 255, 247 registers and then 255 with an 8-byte spill; 4 CTAs of
@@ -239,8 +238,7 @@ static int early_output(const gen *g, int o) {
        bytes). In a loop of their own after the first phase's (the values computed again), ptxas kept the first
        loop's values and spilled 140 bytes at 512 x 131080. */
     const int crowded = g->storage->fetch == registers_fetch && 2 * row_words(g) > thread_regs(g);
-    return g->p->early_stores && g->a->num_levels >= 1 && !g->storage->late_stores && !crowded &&
-           g->a->level[v] == 0 && phase_need(g, 0)[v];
+    return g->p->early_stores && g->a->early_output[o] && !g->storage->late_stores && !crowded;
 }
 static void find_early_outputs(gen *g) {
     for (int r = 0; r < g->a->num_row_outputs; r++)

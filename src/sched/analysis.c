@@ -230,8 +230,9 @@ static void analyze(const tn_fusion *f, tn_analysis *an, int online) {
     const int kept = values_kept_across_phases(f, an);
     an->kept_values = kept < an->num_stage_inputs && an->num_levels ? kept : an->num_stage_inputs;
     for (int r = 0; r < an->num_row_outputs && an->num_levels >= 1 && an->num_levels <= TN_MAX_REDUCTION_LEVELS; r++) {
-        const int v = (int)f->outputs[an->row_outputs[r]].value.index;
-        an->early_row_outputs += an->level[v] == 0 && an->phase_need[0][v];
+        const int o = an->row_outputs[r], v = (int)f->outputs[o].value.index;
+        an->early_output[o] = an->level[v] == 0 && an->phase_need[0][v];
+        an->early_row_outputs += an->early_output[o];
     }
 }
 

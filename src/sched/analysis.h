@@ -57,7 +57,9 @@ typedef struct tn_analysis {
     int max_elem_size;        /* largest element of any ROW or COL tensor */
     int has_f8_output;
     /* ROW outputs that need no reduction and that the first reduction phase computes anyway (add_rmsnorm's
-       x + residual): a plan with `early_stores` stores them in that phase, before the reductions. */
+       x + residual): a plan with `early_stores` stores them in that phase, before the reductions.
+       early_output[o] for output o (its value the same with or without carry: no phase precedes the first). */
+    unsigned char early_output[TN_MAX_IO];
     int early_row_outputs;
     /* Special-function values per element (exp, log, ...) that a later phase
        needs again: carried[i] = 1 + the phase that first computes value i (0:
