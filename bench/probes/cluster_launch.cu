@@ -59,7 +59,7 @@ __global__ void __launch_bounds__(128) cl_kernel(const uint4 *__restrict__ in, u
 
 static const char *k_names[] = {"empty", "barrier", "exchange", "row"};
 
-// us a launch: 200 launches captured in a graph, best of 10 replays. attr_c: the cluster attribute's value
+// 200 launches captured in a graph (graph_us_a_launch). attr_c: the cluster attribute's value
 // (0: no attribute).
 template <int STAGE, int C, int P> int run(uint4 *in, uint4 *out, int rows, int attr_c, bool pdl) {
     constexpr int LAUNCHES = 200;
@@ -81,29 +81,17 @@ template <int STAGE, int C, int P> int run(uint4 *in, uint4 *out, int rows, int 
     cfg.stream = st;
     cfg.attrs = attr;
     cfg.numAttrs = n;
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
-    for (int i = 0; i < LAUNCHES; i++) CK(cudaLaunchKernelEx(&cfg, cl_kernel<STAGE, C, P>, (const uint4 *)in, out));
-    CK(cudaStreamEndCapture(st, &graph));
-    CK(cudaGraphInstantiate(&exec, graph, 0));
-    cudaEvent_t a, b;
-    cudaEventCreate(&a), cudaEventCreate(&b);
-    float best = 1e30f;
-    for (int r = 0; r < 12; r++) {
-        CK(cudaEventRecord(a, st));
-        CK(cudaGraphLaunch(exec, st));
-        CK(cudaEventRecord(b, st));
-        CK(cudaEventSynchronize(b));
-        float ms;
-        cudaEventElapsedTime(&ms, a, b);
-        if (r >= 2 && ms < best) best = ms;
-    }
+    float us;
+    auto capture = [&]() {
+        for (int i = 0; i < LAUNCHES; i++) {
+            cudaError_t e = cudaLaunchKernelEx(&cfg, cl_kernel<STAGE, C, P>, (const uint4 *)in, out);
+            if (e) return e;
+        }
+        return cudaSuccess;
+    };
+    if (graph_us_a_launch(st, LAUNCHES, capture, &us)) return 1;
     printf("rows %2d  cluster %d%-6s  N %6d  %-9s %s  %7.3f us a launch\n", rows, C, attr_c ? "" : " plain",
-           128 * P * 8 * C, k_names[STAGE], pdl ? "pdl" : "   ", best * 1e3 / LAUNCHES);
-    cudaEventDestroy(a), cudaEventDestroy(b);
-    CK(cudaGraphExecDestroy(exec));
-    CK(cudaGraphDestroy(graph));
+           128 * P * 8 * C, k_names[STAGE], pdl ? "pdl" : "   ", us);
     CK(cudaStreamDestroy(st));
     return 0;
 }

@@ -29,6 +29,34 @@ template <class F> float best_ms(F launch) {
     return best;
 }
 
+// us a launch: what capture() launches on st (`launches` kernels) captured in one CUDA graph, best of 10
+// replays after 2 that warm up. Returns nonzero on a CUDA error.
+template <class F> int graph_us_a_launch(cudaStream_t st, int launches, F capture, float *us) {
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+    CK(capture());
+    CK(cudaStreamEndCapture(st, &graph));
+    CK(cudaGraphInstantiate(&exec, graph, 0));
+    cudaEvent_t a, b;
+    cudaEventCreate(&a), cudaEventCreate(&b);
+    float best = 1e30f;
+    for (int r = 0; r < 12; r++) {
+        CK(cudaEventRecord(a, st));
+        CK(cudaGraphLaunch(exec, st));
+        CK(cudaEventRecord(b, st));
+        CK(cudaEventSynchronize(b));
+        float ms;
+        cudaEventElapsedTime(&ms, a, b);
+        if (r >= 2 && ms < best) best = ms;
+    }
+    *us = best * 1e3f / launches;
+    cudaEventDestroy(a), cudaEventDestroy(b);
+    CK(cudaGraphExecDestroy(exec));
+    CK(cudaGraphDestroy(graph));
+    return 0;
+}
+
 // GB/s (read + write) of a device-to-device copy of `bytes`.
 inline double copy_ceiling(void *out, const void *in, size_t bytes) {
     const float ms = best_ms([&] { cudaMemcpyAsync(out, in, bytes, cudaMemcpyDeviceToDevice); });

@@ -94,33 +94,19 @@ template <int STAGE, int T, int P> int run(uint4 *in, uint4 *w, uint4 *out, long
     cfg.stream = st;
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
-    for (int i = 0; i < LAUNCHES; i++) {
-        const long long shift = cold ? i * rows * (T * P) : 0;
-        CK(cudaLaunchKernelEx(&cfg, tail<STAGE, T, P>, (const uint4 *)(in + shift), (const uint4 *)w, out + shift,
-                              rows));
-    }
-    CK(cudaStreamEndCapture(st, &graph));
-    CK(cudaGraphInstantiate(&exec, graph, 0));
-    cudaEvent_t a, b;
-    cudaEventCreate(&a), cudaEventCreate(&b);
-    float best = 1e30f;
-    for (int r = 0; r < 12; r++) {
-        CK(cudaEventRecord(a, st));
-        CK(cudaGraphLaunch(exec, st));
-        CK(cudaEventRecord(b, st));
-        CK(cudaEventSynchronize(b));
-        float ms;
-        cudaEventElapsedTime(&ms, a, b);
-        if (r >= 2 && ms < best) best = ms; /* the first two warm up */
-    }
+    float us;
+    auto capture = [&]() {
+        for (int i = 0; i < LAUNCHES; i++) {
+            const long long shift = cold ? i * rows * (T * P) : 0;
+            cudaError_t e = cudaLaunchKernelEx(&cfg, tail<STAGE, T, P>, (const uint4 *)(in + shift), (const uint4 *)w,
+                                               out + shift, rows);
+            if (e) return e;
+        }
+        return cudaSuccess;
+    };
+    if (graph_us_a_launch(st, LAUNCHES, capture, &us)) return 1;
     printf("M %5lld  N %6d  T %4d  P %d  %-12s%s %7.3f us a launch\n", rows, T * P * 8, T, P, k_stage_names[STAGE],
-           cold ? " cold" : "     ", best * 1e3 / LAUNCHES);
-    cudaEventDestroy(a), cudaEventDestroy(b);
-    CK(cudaGraphExecDestroy(exec));
-    CK(cudaGraphDestroy(graph));
+           cold ? " cold" : "     ", us);
     CK(cudaStreamDestroy(st));
     return 0;
 }
