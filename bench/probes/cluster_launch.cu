@@ -9,6 +9,8 @@
 //   2 exchange   + each CTA's partial sum stored into every peer's shared memory (mapa + st.shared::cluster),
 //                  a second barrier, the sum read back, and a last barrier before exit (tmanorm's pattern)
 //   3 row        stage 2 with the CTA's slice of an N-element bf16 row loaded before it and stored after it
+//   4 early      stage 1 with the barrier arrived at before the PDL wait and waited on after it (tmanorm's
+//                kernels from session 23: the peers' arrivals land while the previous kernel ends)
 // C = 1 runs the same kernels with the attribute at 1 and the barriers compiled out, and without the
 // attribute at all ("plain"): the difference is what asking for a cluster costs.
 #include <cuda_bf16.h>
@@ -17,9 +19,14 @@
 template <int STAGE, int C, int P>
 __global__ void __launch_bounds__(128) cl_kernel(const uint4 *__restrict__ in, uint4 *__restrict__ out) {
     __shared__ float slot[16];
+    if (STAGE == 4 && C > 1) asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
     asm volatile("griddepcontrol.wait;" ::: "memory");
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     if (STAGE == 0) return;
+    if (STAGE == 4) {
+        if (C > 1) asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+        return;
+    }
     const long long base = (long long)blockIdx.x * 128 * P + threadIdx.x;
     uint4 v[P];
     float s = 1.0f;
@@ -57,7 +64,7 @@ __global__ void __launch_bounds__(128) cl_kernel(const uint4 *__restrict__ in, u
     }
 }
 
-static const char *k_names[] = {"empty", "barrier", "exchange", "row"};
+static const char *k_names[] = {"empty", "barrier", "exchange", "row", "early"};
 
 // 200 launches captured in a graph (graph_us_a_launch). attr_c: the cluster attribute's value
 // (0: no attribute).
@@ -99,7 +106,8 @@ template <int STAGE, int C, int P> int run(uint4 *in, uint4 *out, int rows, int 
 // Every stage of clusters of C with P vectors a thread: rows of 128 x P x 8 x C bf16.
 template <int C, int P> int stages(uint4 *in, uint4 *out, int rows, int attr_c, bool pdl) {
     return run<0, C, P>(in, out, rows, attr_c, pdl) || run<1, C, P>(in, out, rows, attr_c, pdl) ||
-           run<2, C, P>(in, out, rows, attr_c, pdl) || run<3, C, P>(in, out, rows, attr_c, pdl);
+           run<2, C, P>(in, out, rows, attr_c, pdl) || run<3, C, P>(in, out, rows, attr_c, pdl) ||
+           run<4, C, P>(in, out, rows, attr_c, pdl);
 }
 
 int main() {

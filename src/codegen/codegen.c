@@ -980,10 +980,8 @@ static void cluster_open(gen *g) {
                                 "gridDim.x / CL, %s);\n", g->uneven ? "0" : "rank");
     }
     if (g->p->col_cache) cluster_cache_cols(g);
-    if (g->nred)
-        tn_strbuf_append(g->sb,
-                         "    tn_cluster_start(&tn_cbar[0][0], 2 * NRED, R);\n"
-                         "    bool tn_joined = false;  // waited for the cluster's barriers to be set up\n");
+    if (g->nred) /* tn_cluster_start: before the PDL wait (cluster_start_early) */
+        tn_strbuf_append(g->sb, "    bool tn_joined = false;  // waited for the cluster's barriers to be set up\n");
     tn_strbuf_append(g->sb,
                      "    long long turn = 0;  // row groups taken: which tn_cred and tn_cbar, and the phase\n"
                      "    for (long long g = blockIdx.x / CL; g * R < M; g += gridDim.x / CL, turn++) {\n"
@@ -1042,6 +1040,16 @@ static const skeleton_code k_cluster = {"grid-stride over clusters (a row group 
                                         "tr == 0 && rank == 0"};
 static const skeleton_code k_ws_ring = {"warp-specialized ring (producer warp, consumer warp groups)", ws_open, ws_close,
                                         ws_scratch, ws_reduce, "tr == 0"};
+
+/* A cluster's reduction barriers set up and its cluster barrier arrived at before the PDL wait: neither touches
+   global memory, so the peers' arrivals land while the previous kernel ends, and the wait before the first
+   remote store (tn_cluster_reduce) finds them there. After the PDL wait, one cluster barrier cost 0.60-0.75 us
+   a launch on the H100 (bench/probes/cluster_launch.cu, 2026-12-07), most of a few-row cluster's cost over
+   one CTA. */
+static void cluster_start_early(gen *g) {
+    if (g->skeleton == &k_cluster && g->nred)
+        tn_strbuf_append(g->sb, "    tn_cluster_start(&tn_cbar[0][0], 2 * NRED, R);  // before the PDL wait\n");
+}
 
 /* ---- the kinds ------------------------------------------------------------------- */
 
@@ -1163,6 +1171,7 @@ void tn_codegen(const tn_fusion *f, const tn_analysis *a, const tn_plan_desc *p,
        (pdl 2, late_trigger), it leaves a looping grid's spare slots empty; with
        none (pdl 3), each CTA triggers as it exits. */
     if (p->early_l2) emit_early_l2(&g);
+    cluster_start_early(&g);
     if (p->pdl) tn_strbuf_append(sb, "    tn_pdl_wait();  // the previous kernel's writes are visible from here on\n");
     if (p->pdl == 1)
         tn_strbuf_append(sb, "    tn_pdl_launch_dependents();  // the next kernel may be scheduled; it still waits for our end\n");

@@ -17,6 +17,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) tn_kernel(
     __shared__ unsigned long long tn_cbar[2][NRED];
     const float s5 = 65536.0f;
     const float s7 = prm0;
+    tn_cluster_start(&tn_cbar[0][0], 2 * NRED, R);  // before the PDL wait
     const int tr = threadIdx.x % T, rr = threadIdx.x / T;
     (void)rr;
     constexpr int CL = 2, NVL = NV / CL;
@@ -31,7 +32,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) tn_kernel(
     extern __shared__ __align__(128) unsigned char tn_smem[];
     unsigned long long *tn_full = reinterpret_cast<unsigned long long *>(tn_smem + S * STAGE_BYTES);
     tn_ring_start<1, S, NIN>(tn_src, tn_smem, STAGE_BYTES, tn_full, M, M, blockIdx.x / CL, gridDim.x / CL, rank);
-    tn_cluster_start(&tn_cbar[0][0], 2 * NRED, R);
     bool tn_joined = false;  // waited for the cluster's barriers to be set up
     long long turn = 0;  // row groups taken: which tn_cred and tn_cbar, and the phase
     for (long long g = blockIdx.x / CL; g * R < M; g += gridDim.x / CL, turn++) {

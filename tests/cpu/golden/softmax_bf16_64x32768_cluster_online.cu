@@ -13,12 +13,12 @@ extern "C" __global__ void __launch_bounds__(128, 1) tn_kernel(
     constexpr int NRED = 2;
     __shared__ float tn_cred[2][NRED][R][4];
     __shared__ unsigned long long tn_cbar[2][NRED];
+    tn_cluster_start(&tn_cbar[0][0], 2 * NRED, R);  // before the PDL wait
     const int tr = threadIdx.x % T, rr = threadIdx.x / T;
     (void)rr;
     constexpr int CL = 4, NVL = NV / CL;
     const unsigned rank = tn_cluster_rank();
     const int VB = (int)rank * NVL;  // this CTA's slice of every row
-    tn_cluster_start(&tn_cbar[0][0], 2 * NRED, R);
     bool tn_joined = false;  // waited for the cluster's barriers to be set up
     long long turn = 0;  // row groups taken: which tn_cred and tn_cbar, and the phase
     for (long long g = blockIdx.x / CL; g * R < M; g += gridDim.x / CL, turn++) {
