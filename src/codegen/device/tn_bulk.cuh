@@ -150,7 +150,9 @@ __device__ __forceinline__ void tn_prefetch_l2(const void *p, unsigned bytes) {
     asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
 }
 // The cluster barrier in two halves: arrive once this CTA's barriers are set
-// up, wait before the first write to another CTA (the row's loads in between).
+// up (before the PDL wait), wait before the first write to another CTA (the
+// row's loads in between). Not the .aligned forms on purpose: both follow
+// divergent code (thread 0's setup, early_l2's prefetch).
 __device__ __forceinline__ void tn_cluster_arrive() { asm volatile("barrier.cluster.arrive.release;" ::: "memory"); }
 __device__ __forceinline__ void tn_cluster_wait() { asm volatile("barrier.cluster.wait.acquire;" ::: "memory"); }
 // p (an address in this CTA's shared memory) in the cluster's CTA `rank`.
