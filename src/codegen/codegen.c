@@ -74,6 +74,7 @@ typedef struct skeleton_code {
     void (*scratch)(gen *g);
     void (*reduce)(gen *g, int node);
     const char *row_leader; /* the one thread that stores a row's per-row outputs */
+    void (*before_wait)(gen *g); /* NULL, or set-up that reads no global memory, emitted before the PDL wait */
 } skeleton_code;
 
 struct gen {
@@ -980,7 +981,7 @@ static void cluster_open(gen *g) {
                                 "gridDim.x / CL, %s);\n", g->uneven ? "0" : "rank");
     }
     if (g->p->col_cache) cluster_cache_cols(g);
-    if (g->nred) /* tn_cluster_start: before the PDL wait (cluster_start_early) */
+    if (g->nred) /* tn_cluster_start: before the PDL wait (cluster_before_wait) */
         tn_strbuf_append(g->sb, "    bool tn_joined = false;  // waited for the cluster's barriers to be set up\n");
     tn_strbuf_append(g->sb,
                      "    long long turn = 0;  // row groups taken: which tn_cred and tn_cbar, and the phase\n"
@@ -1020,6 +1021,14 @@ static void cluster_scratch(gen *g) {
                          "    __shared__ unsigned long long tn_cbar[2][NRED];\n",
                          g->nred, g->p->cluster);
 }
+/* A cluster's reduction barriers set up and its cluster barrier arrived at before the PDL wait: neither touches
+   global memory, so the peers' arrivals land while the previous kernel ends, and the wait before the first
+   remote store (tn_cluster_reduce) finds them there. After the PDL wait, one cluster barrier cost 0.60-0.75 us
+   a launch on the H100 (bench/probes/cluster_launch.cu, 2026-12-07), most of a few-row cluster's cost over
+   one CTA. */
+static void cluster_before_wait(gen *g) {
+    if (g->nred) tn_strbuf_append(g->sb, "    tn_cluster_start(&tn_cbar[0][0], 2 * NRED, R);  // before the PDL wait\n");
+}
 static void cluster_reduce(gen *g, int k) {
     char slot[48];
     snprintf(slot, sizeof slot, "tn_cred[turn & 1][%d][rr]", g->slot_of[k]);
@@ -1037,19 +1046,9 @@ static const skeleton_code k_ring = {"ring of shared-memory stages", ring_open, 
                                      "tr == 0"};
 static const skeleton_code k_cluster = {"grid-stride over clusters (a row group split over the cluster's CTAs)",
                                         cluster_open, cluster_close, cluster_scratch, cluster_reduce,
-                                        "tr == 0 && rank == 0"};
+                                        "tr == 0 && rank == 0", cluster_before_wait};
 static const skeleton_code k_ws_ring = {"warp-specialized ring (producer warp, consumer warp groups)", ws_open, ws_close,
                                         ws_scratch, ws_reduce, "tr == 0"};
-
-/* A cluster's reduction barriers set up and its cluster barrier arrived at before the PDL wait: neither touches
-   global memory, so the peers' arrivals land while the previous kernel ends, and the wait before the first
-   remote store (tn_cluster_reduce) finds them there. After the PDL wait, one cluster barrier cost 0.60-0.75 us
-   a launch on the H100 (bench/probes/cluster_launch.cu, 2026-12-07), most of a few-row cluster's cost over
-   one CTA. */
-static void cluster_start_early(gen *g) {
-    if (g->skeleton == &k_cluster && g->nred)
-        tn_strbuf_append(g->sb, "    tn_cluster_start(&tn_cbar[0][0], 2 * NRED, R);  // before the PDL wait\n");
-}
 
 /* ---- the kinds ------------------------------------------------------------------- */
 
@@ -1171,7 +1170,7 @@ void tn_codegen(const tn_fusion *f, const tn_analysis *a, const tn_plan_desc *p,
        (pdl 2, late_trigger), it leaves a looping grid's spare slots empty; with
        none (pdl 3), each CTA triggers as it exits. */
     if (p->early_l2) emit_early_l2(&g);
-    cluster_start_early(&g);
+    if (g.skeleton->before_wait) g.skeleton->before_wait(&g);
     if (p->pdl) tn_strbuf_append(sb, "    tn_pdl_wait();  // the previous kernel's writes are visible from here on\n");
     if (p->pdl == 1)
         tn_strbuf_append(sb, "    tn_pdl_launch_dependents();  // the next kernel may be scheduled; it still waits for our end\n");
