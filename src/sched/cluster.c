@@ -679,25 +679,31 @@ static int share_long_slices(const tn_schedule_request *r, tn_plan_desc *p) {
    driver ran one CTA an SM). */
 static int schedule_l2_slices(const tn_schedule_request *r, const tn_plan_desc *base, tn_plan_desc *p);
 
-/* Rows whose register plan (reg: one row a CTA) is a lone CTA an SM, from twice the SMs to
+/* Rows whose register plan (reg: one row a CTA) is a lone CTA an SM, from half the SMs to
    TN_LONE_MAX_ROWS_AN_SM rows an SM (within the window where the register plan would pipeline its rows,
    pipeline_few_groups, to TN_PIPELINE_MAX_GROUPS_AN_SM), where by the estimate it cannot (no room in registers
    for the next row's: add_rmsnorm's two inputs; rows of more than 4 vectors a thread at 1024 threads; widths it
-   would leave ragged); rows over
-   TN_CLUSTER_SHORT_ROW_BYTES in 16-byte vectors from 16-byte boundaries (the streamed stages' copies), no
-   special functions. Such a CTA loads its row, waits, reduces and stores with nothing else of its SM's in
-   flight; split over clusters that loop over the rows at 2 CTAs an SM (cluster_pick_lone, whose comment has
-   the times), one CTA's next rows stream in while the other reduces. Not where one row a CTA is 2 CTAs an SM
-   (tune, H100: rmsnorm 256 x 24576, one wave, clusters of 2 at 11.27 us against 10.23). Under twice the SMs
-   the cluster plan the scheduler would take changes with every few rows (streamed or not, clusters of 2 or
-   8: too many row tiers), though rows under a wave gained too (add_rmsnorm 96 x 32768: 10.86 us against
-   12.36; 128 x 32768 14.59 against 14.69). */
+   would leave ragged; under one wave, no next row); rows over TN_CLUSTER_SHORT_ROW_BYTES in 16-byte vectors from
+   16-byte boundaries (the streamed stages' copies; under two waves over TN_LONE_WAVE_MIN_ROW_BYTES), no
+   special functions. Such a CTA loads its row, waits,
+   reduces and stores with nothing else of its SM's in flight, and under a wave or between waves (M not a
+   multiple of the SMs) whole SMs idle; split over clusters that loop over the rows, one CTA's next rows stream
+   in while another reduces, and every SM takes a share of the bytes. From two waves up cluster_pick_lone's
+   clusters (2 CTAs an SM; its comment has the times); under two, cluster_pick_streamed's (A/B on the H100,
+   2026-12-07-h100-s24-ab-lone-under2-s23.log: add_rmsnorm 80-96 x 32768 1.15-1.16 times as fast, rmsnorm 96 x
+   24576 1.22, 200 x 24576 1.32, layernorm 200 x 24576 1.30; cluster_pick_lone's 4 CTAs of 128 at 3 an SM lost
+   at add_rmsnorm 120-128 x 32768, 0.91-0.94). Not where one row a CTA is 2 CTAs an SM (tune, H100: rmsnorm 256
+   x 24576, one wave, clusters of 2 at 11.27 us against 10.23). Under half the SMs the spread rules decide
+   (spread_short_rows, many_rows_spread, pair_for_levels). Session 23's early cluster barrier (arrived at before
+   the PDL wait) made this pay: the barrier that cost 0.6-0.75 us a launch costs 0.36 (probe cluster_launch,
+   stage 4). */
 static int lone_ctas_few_waves(const tn_schedule_request *r, const tn_plan_desc *reg, int64_t row_bytes) {
     const tn_device_props *d = r->props;
     if (r->analysis->special_evals || reg->peel || !cluster_prefetch_ok(reg, r->analysis) || reg->rows_per_cta != 1 ||
         row_bytes <= TN_CLUSTER_SHORT_ROW_BYTES ||
-        r->rows < 2 * (int64_t)d->sm_count || r->rows > (int64_t)TN_LONE_MAX_ROWS_AN_SM * d->sm_count ||
-        ctas_an_sm(d, row_regs(r, reg->vec, reg->batch), reg->block_threads) > 1)
+        r->rows * 2 <= (int64_t)d->sm_count || r->rows > (int64_t)TN_LONE_MAX_ROWS_AN_SM * d->sm_count ||
+        ctas_an_sm(d, row_regs(r, reg->vec, reg->batch), reg->block_threads) > 1 ||
+        (r->rows < 2 * (int64_t)d->sm_count && row_bytes <= TN_LONE_WAVE_MIN_ROW_BYTES))
         return 0;
     return !tn_register_pipelines(r, reg);
 }
@@ -808,7 +814,14 @@ int tn_schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int force
     const int most = heavy && a->num_carried && even && !r->wide_slices ? TN_REG_BATCH_LONG : old_most;
     const tn_plan_desc base = *p;
     const int batch = slice_batch(a, most);
-    const int lone_cl = lone ? cluster_pick_lone(r, p) : 0;
+    /* Under two waves, fusions of two or more ROW inputs take the streamed pick (one CTA an SM, two stages, the
+       COL slices cached): cluster_pick_lone's 2-3 CTAs an SM hold 8 vectors of each input a thread (H100 A/B,
+       2026-12-07-h100-s24-ab-lone-half-*.log: add_rmsnorm 120-200 x 32768 11.57-19.71 us streamed, 13.95-20.77
+       over cluster_pick_lone's, 13.16-21.49 in one row a CTA); one-input fusions cluster_pick_lone's, without
+       the COL cache (rmsnorm 150-230 x 24576 6.84-8.55 us against 7.37-10.15 streamed and cached, 8.47-10.45
+       one row a CTA; layernorm 150-200 x 24576 7.31-8.49 against 8.59-9.73 and 10.02-11.02). */
+    const int under_two_waves = lone && r->rows < 2 * (int64_t)d->sm_count;
+    const int lone_cl = lone && (!under_two_waves || a->num_stage_inputs <= 1) ? cluster_pick_lone(r, p) : 0;
     int cl = lone_cl;
     if (!cl) cl = !forced && !few && !heavy ? cluster_pick_streamed(r, p, batch, 1) : 0;
     if (!cl) cl = cluster_pick(r, p, batch, heavy, few, must_carry);
@@ -845,6 +858,15 @@ int tn_schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int force
        CTAs of 256 x 8 at 2 an SM, 30 clusters: softmax 15.92 us streamed against 17.3-18.0 (screened);
        add_rmsnorm 27.08 streamed and cached, 28.71 (screened) streamed alone, 28.84 neither). Not forced: a
        forced cluster plan is the base that tune's candidates and the tests vary. */
+    /* Lone rows under two waves whose clusters all run at once (no next row to stream) use the SMs the register
+       plan leaves idle, and only those: where it leaves under TN_LONE_MIN_IDLE_SHARE of them, the cluster's
+       exchange costs more than they bring (H100: rmsnorm 120 x 24576, 9% idle, 6.95 us over 240 CTAs of 2 x 128
+       x 12 against 5.57 one row a CTA; 80 x 24576, 39% idle, 4.10 against 5.42; 99 x 24584 4.82 against 5.68). */
+    if (under_two_waves && !tn_plan_grid_loops(p) &&
+        (d->sm_count - r->rows) * TN_LONE_MIN_IDLE_SHARE < (int64_t)d->sm_count)
+        REJECT("the register plan holds the row (%lld bytes) in one CTA and %lld rows leave under 1/%d of the SMs "
+               "idle, too few for clusters that all run at once to pay for their exchange", (long long)row_bytes,
+               (long long)r->rows, TN_LONE_MIN_IDLE_SHARE);
     const int rows_loop = !forced && (!few || tn_plan_grid_loops(p));
     if (rows_loop) stream_next_rows(r, p);
     tn_why(p, "cluster: each row split over %d CTAs of %d threads, %d vectors each held in registers (%lld bytes a "

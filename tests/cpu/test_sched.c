@@ -1042,10 +1042,11 @@ static void test_uneven_slices(tn_context *ctx) {
     printf("sched uneven slices: %d plans with a shorter last slice\n", uneven);
 }
 
-/* Lone CTAs over few waves (lone_ctas_few_waves): where one row a CTA leaves one CTA an SM over 2 to 4 rows an
-   SM and the register plan cannot pipeline (add_rmsnorm's two inputs, rows of more than 4 vectors a thread at
-   1024 threads), the rows split over clusters; not at 2 CTAs an SM, outside those rows, nor for fusions with
-   special functions. */
+/* Lone CTAs over few waves (lone_ctas_few_waves): where one row a CTA leaves one CTA an SM from half the SMs to
+   4 rows an SM and the register plan cannot pipeline (add_rmsnorm's two inputs, rows of more than 4 vectors a
+   thread at 1024 threads, under one wave), the rows split over clusters; not at 2 CTAs an SM, outside those
+   rows, nor for fusions with special functions; under two waves only rows over 32 KiB, and clusters that all run
+   at once only where one row a CTA leaves 1/8 of the SMs idle or more. */
 static void test_lone_ctas_few_waves(tn_context *ctx, const tn_device_props *d) {
     const int64_t sms = d->sm_count;
     const struct {
@@ -1058,8 +1059,13 @@ static void test_lone_ctas_few_waves(tn_context *ctx, const tn_device_props *d) 
         {TN_BUILTIN_ADD_RMSNORM, 2 * sms, 24576, 1},
         {TN_BUILTIN_ADD_RMSNORM, 4 * sms + 1, 24576, 0}, /* past 4 rows an SM */
         {TN_BUILTIN_ADD_RMSNORM, 792, 24576, 0},
-        {TN_BUILTIN_ADD_RMSNORM, 2 * sms - 1, 24576, 0}, /* under twice the SMs */
-        {TN_BUILTIN_ADD_RMSNORM, 96, 32768, 0},
+        {TN_BUILTIN_ADD_RMSNORM, 2 * sms - 1, 24576, 1}, /* under two waves */
+        {TN_BUILTIN_ADD_RMSNORM, 96, 32768, 1},
+        {TN_BUILTIN_ADD_RMSNORM, sms / 2 + 1, 32768, 1},
+        {TN_BUILTIN_ADD_RMSNORM, sms / 2, 32768, 0},     /* half the SMs: the spread rules' */
+        {TN_BUILTIN_RMSNORM, 96, 16384, 0},              /* under two waves, rows of 32 KiB */
+        {TN_BUILTIN_RMSNORM, sms * 5 / 8, 24576, 1},     /* clusters all at once, 3/8 of the SMs idle */
+        {TN_BUILTIN_RMSNORM, sms - sms / 16, 24576, 0},  /* the same, 1/16 idle */
         {TN_BUILTIN_ADD_RMSNORM, 512, 8192, 0},          /* 4 CTAs an SM */
         {TN_BUILTIN_RMSNORM, 512, 24576, 0},             /* pipelined */
         {TN_BUILTIN_SOFTMAX, 512, 32768, 0},             /* exp an element */
@@ -1356,7 +1362,7 @@ static void test_early_l2(tn_context *ctx) {
         {64, 2048, 0, 16, 0, TN_PLAN_REGISTER}, {65536, 4096, 1, 16, 0, -1},
         {64, 131072, 1, 16, 0, TN_PLAN_CLUSTER},   /* one wave, but 67 MB: more than the L2 */
         {64, 65536, 1, 16, 1, TN_PLAN_CLUSTER},    /* 34 MB: over half the L2, 128 CTAs */
-        {256, 24576, 1, 16, 1, TN_PLAN_REGISTER},  /* 50 MB, one CTA an SM */
+        {256, 24576, 1, 16, 1, TN_PLAN_CLUSTER},   /* 50 MB in one wave of lone clusters */
         {1000, 4096, 1, 16, 0, TN_PLAN_REGISTER},  /* 33 MB in one wave of 8 CTAs an SM: crowded */
         {512, 8192, 1, 16, 0, TN_PLAN_REGISTER},   /* 34 MB in one wave of 4 an SM */
         {500, 4096, 1, 16, 1, TN_PLAN_REGISTER},   /* 16 MB, half the L2 or less: at 4 an SM too */
@@ -1438,7 +1444,7 @@ static void test_early_stores_plan(tn_context *ctx) {
     tn_analyze(f, &a);
     CHECK(a.early_row_outputs == 1, "add_rmsnorm: %d early outputs, expected 1 (the sum)", a.early_row_outputs);
     static const struct { int64_t rows, cols; int kind, early; } v[] = {
-        {96, 32768, -1, 1},     /* one CTA a row, 96 CTAs */
+        {96, 12288, -1, 1},     /* one CTA a row, 96 CTAs */
         {1, 8192, -1, 1},       /* a cluster for the one row */
         {4096, 4096, -1, 1},    /* many waves, one row group a CTA */
         {512, 32768, -1, 0},    /* clusters that loop over the rows */
