@@ -689,10 +689,9 @@ static int schedule_l2_slices(const tn_schedule_request *r, const tn_plan_desc *
    reduces and stores with nothing else of its SM's in flight, and under a wave or between waves (M not a
    multiple of the SMs) whole SMs idle; split over clusters that loop over the rows, one CTA's next rows stream
    in while another reduces, and every SM takes a share of the bytes. From two waves up cluster_pick_lone's
-   clusters (2 CTAs an SM; its comment has the times); under two, cluster_pick_streamed's (A/B on the H100,
-   2026-12-07-h100-s24-ab-lone-under2-s23.log: add_rmsnorm 80-96 x 32768 1.15-1.16 times as fast, rmsnorm 96 x
-   24576 1.22, 200 x 24576 1.32, layernorm 200 x 24576 1.30; cluster_pick_lone's 4 CTAs of 128 at 3 an SM lost
-   at add_rmsnorm 120-128 x 32768, 0.91-0.94). Not where one row a CTA is 2 CTAs an SM (tune, H100: rmsnorm 256
+   clusters (2 CTAs an SM; its comment has the times); under two, by the fusion's ROW inputs (tn_schedule_cluster;
+   H100 A/B against one row a CTA, 2026-12-07-h100-s24-ab-lone-final.log: 0.72-1.00 of the time at 23 of 24
+   shapes of 70-250 rows, add_rmsnorm 111 x 30000 1.04). Not where one row a CTA is 2 CTAs an SM (tune, H100: rmsnorm 256
    x 24576, one wave, clusters of 2 at 11.27 us against 10.23). Under half the SMs the spread rules decide
    (spread_short_rows, many_rows_spread, pair_for_levels). Session 23's early cluster barrier (arrived at before
    the PDL wait) made this pay: the barrier that cost 0.6-0.75 us a launch costs 0.36 (probe cluster_launch,
@@ -853,20 +852,21 @@ int tn_schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int force
     if (must_carry && !streamed_heavy && !tn_carry_fits(r, p))
         REJECT("the special-function values of a slice of %d vectors a thread do not fit in registers beside it: "
                "the tma plans stream the row", p->batch);
+    /* Lone rows under two waves whose clusters all run at once (no next row to stream) gain only the SMs one row a
+       CTA leaves idle: taken under one wave where those are at least 1 in TN_LONE_MIN_IDLE_SHARE, as the cluster's
+       exchange costs more than fewer bring (H100: rmsnorm 120 x 24576, 9% idle, 6.95 us over 240 CTAs of 2 x 128
+       x 12 against 5.57 one row a CTA; 80 x 24576, 39% idle, 4.10 against 5.42; 99 x 24584 4.82 against 5.68);
+       past one wave not measured, one row a CTA kept. */
+    const int64_t idle_sms = d->sm_count > r->rows ? d->sm_count - r->rows : 0;
+    if (under_two_waves && !tn_plan_grid_loops(p) && idle_sms * TN_LONE_MIN_IDLE_SHARE < (int64_t)d->sm_count)
+        REJECT("the register plan holds the row (%lld bytes) in one CTA and leaves %lld of the %d SMs idle (under 1 "
+               "in %d), too few for clusters that all run at once to pay for their exchange", (long long)row_bytes,
+               (long long)idle_sms, d->sm_count, TN_LONE_MIN_IDLE_SHARE);
     /* Few rows only where their clusters loop (more rows than the clusters that fit at once): the next row's
        slice streams in while this one reduces, the COL slices cached below (tune, H100, bf16 64 x 131072 over 8
        CTAs of 256 x 8 at 2 an SM, 30 clusters: softmax 15.92 us streamed against 17.3-18.0 (screened);
        add_rmsnorm 27.08 streamed and cached, 28.71 (screened) streamed alone, 28.84 neither). Not forced: a
        forced cluster plan is the base that tune's candidates and the tests vary. */
-    /* Lone rows under two waves whose clusters all run at once (no next row to stream) use the SMs the register
-       plan leaves idle, and only those: where it leaves under TN_LONE_MIN_IDLE_SHARE of them, the cluster's
-       exchange costs more than they bring (H100: rmsnorm 120 x 24576, 9% idle, 6.95 us over 240 CTAs of 2 x 128
-       x 12 against 5.57 one row a CTA; 80 x 24576, 39% idle, 4.10 against 5.42; 99 x 24584 4.82 against 5.68). */
-    if (under_two_waves && !tn_plan_grid_loops(p) &&
-        (d->sm_count - r->rows) * TN_LONE_MIN_IDLE_SHARE < (int64_t)d->sm_count)
-        REJECT("the register plan holds the row (%lld bytes) in one CTA and %lld rows leave under 1/%d of the SMs "
-               "idle, too few for clusters that all run at once to pay for their exchange", (long long)row_bytes,
-               (long long)r->rows, TN_LONE_MIN_IDLE_SHARE);
     const int rows_loop = !forced && (!few || tn_plan_grid_loops(p));
     if (rows_loop) stream_next_rows(r, p);
     tn_why(p, "cluster: each row split over %d CTAs of %d threads, %d vectors each held in registers (%lld bytes a "
