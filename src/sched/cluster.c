@@ -391,8 +391,11 @@ static int spread_short_rows(const tn_schedule_request *r, tn_plan_desc *p) {
 }
 
 static void why_persistent_clusters(tn_plan_desc *p) {
-    tn_why(p, "%lld clusters loop over the rows (on a GPU, as many as the driver says run at once)",
-           (long long)(p->grid / p->cluster));
+    if (tn_plan_grid_loops(p))
+        tn_why(p, "%lld clusters loop over the rows (on a GPU, as many as the driver says run at once)",
+               (long long)(p->grid / p->cluster));
+    else
+        tn_why(p, "a cluster a row, %lld clusters at once", (long long)(p->grid / p->cluster));
 }
 
 static void why_streamed(tn_plan_desc *p) {
@@ -680,10 +683,10 @@ static int share_long_slices(const tn_schedule_request *r, tn_plan_desc *p) {
 static int schedule_l2_slices(const tn_schedule_request *r, const tn_plan_desc *base, tn_plan_desc *p);
 
 /* Rows whose register plan (reg: one row a CTA) is a lone CTA an SM, from half the SMs to
-   TN_LONE_MAX_ROWS_AN_SM rows an SM (within the window where the register plan would pipeline its rows,
-   pipeline_few_groups, to TN_PIPELINE_MAX_GROUPS_AN_SM), where by the estimate it cannot (no room in registers
-   for the next row's: add_rmsnorm's two inputs; rows of more than 4 vectors a thread at 1024 threads; widths it
-   would leave ragged; under one wave, no next row); rows over TN_CLUSTER_SHORT_ROW_BYTES in 16-byte vectors from
+   TN_LONE_MAX_ROWS_AN_SM rows an SM, that it does not pipeline: under one wave there is no next row; above it,
+   pipeline_few_groups's window (to TN_PIPELINE_MAX_GROUPS_AN_SM rows an SM) where by the estimate it cannot
+   (no room in registers for the next row's: add_rmsnorm's two inputs; rows of more than 4 vectors a thread at
+   1024 threads; widths it would leave ragged); rows over TN_CLUSTER_SHORT_ROW_BYTES in 16-byte vectors from
    16-byte boundaries (the streamed stages' copies; under two waves over TN_LONE_WAVE_MIN_ROW_BYTES), no
    special functions. Such a CTA loads its row, waits,
    reduces and stores with nothing else of its SM's in flight, and under a wave or between waves (M not a
@@ -693,7 +696,8 @@ static int schedule_l2_slices(const tn_schedule_request *r, const tn_plan_desc *
    H100 A/B against one row a CTA, 2026-12-07-h100-s24-ab-lone-final.log: 0.72-1.00 of the time at 23 of 24
    shapes of 70-250 rows, add_rmsnorm 111 x 30000 1.04). Not where one row a CTA is 2 CTAs an SM (tune, H100: rmsnorm 256
    x 24576, one wave, clusters of 2 at 11.27 us against 10.23). Under half the SMs the spread rules decide
-   (spread_short_rows, many_rows_spread, pair_for_levels). Session 23's early cluster barrier (arrived at before
+   (spread_short_rows, many_rows_spread); pair_for_levels takes fusions of two reduction levels (layernorm) first
+   from a quarter of the SMs, in this window too. Session 23's early cluster barrier (arrived at before
    the PDL wait) made this pay: the barrier that cost 0.6-0.75 us a launch costs 0.36 (probe cluster_launch,
    stage 4). */
 static int lone_ctas_few_waves(const tn_schedule_request *r, const tn_plan_desc *reg, int64_t row_bytes) {
