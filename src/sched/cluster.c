@@ -682,31 +682,33 @@ static int share_long_slices(const tn_schedule_request *r, tn_plan_desc *p) {
    driver ran one CTA an SM). */
 static int schedule_l2_slices(const tn_schedule_request *r, const tn_plan_desc *base, tn_plan_desc *p);
 
-/* Rows whose register plan (reg: one row a CTA) is a lone CTA an SM, from half the SMs to
-   TN_LONE_MAX_ROWS_AN_SM rows an SM, that it does not pipeline: under one wave there is no next row; above it,
-   pipeline_few_groups's window (to TN_PIPELINE_MAX_GROUPS_AN_SM rows an SM) where by the estimate it cannot
-   (no room in registers for the next row's: add_rmsnorm's two inputs; rows of more than 4 vectors a thread at
-   1024 threads; widths it would leave ragged); rows over TN_CLUSTER_SHORT_ROW_BYTES in 16-byte vectors from
-   16-byte boundaries (the streamed stages' copies; under two waves over TN_LONE_WAVE_MIN_ROW_BYTES), no
-   special functions. Such a CTA loads its row, waits,
-   reduces and stores with nothing else of its SM's in flight, and under a wave or between waves (M not a
-   multiple of the SMs) whole SMs idle; split over clusters that loop over the rows, one CTA's next rows stream
-   in while another reduces, and every SM takes a share of the bytes. From two waves up cluster_pick_lone's
-   clusters (2 CTAs an SM; its comment has the times); under two, by the fusion's ROW inputs (tn_schedule_cluster;
-   H100 A/B against one row a CTA, 2026-12-07-h100-s24-ab-lone-final.log: 0.72-1.00 of the time at 23 of 24
-   shapes of 70-250 rows, add_rmsnorm 111 x 30000 1.04). Not where one row a CTA is 2 CTAs an SM (tune, H100: rmsnorm 256
-   x 24576, one wave, clusters of 2 at 11.27 us against 10.23). Under half the SMs the spread rules decide
-   (spread_short_rows, many_rows_spread); pair_for_levels takes fusions of two reduction levels (layernorm) first
-   from a quarter of the SMs, in this window too. Session 23's early cluster barrier (arrived at before
-   the PDL wait) made this pay: the barrier that cost 0.6-0.75 us a launch costs 0.36 (probe cluster_launch,
-   stage 4). */
+/* Rows under two waves of one row a CTA an SM: lone_ctas_few_waves's window where one row a CTA has no next row to
+   pipeline or only part of a second wave. */
+static int under_two_waves(const tn_schedule_request *r) { return r->rows < 2 * (int64_t)r->props->sm_count; }
+
+/* Rows whose register plan (reg: one row a CTA) is a lone CTA an SM, from half the SMs to TN_LONE_MAX_ROWS_AN_SM
+   rows an SM, that it does not pipeline: under one wave there is no next row; above it, pipeline_few_groups's
+   window (to TN_PIPELINE_MAX_GROUPS_AN_SM rows an SM) where by the estimate it cannot (no room in registers for the
+   next row's: add_rmsnorm's two inputs; rows of more than 4 vectors a thread at 1024 threads; widths it would leave
+   ragged); rows over TN_CLUSTER_SHORT_ROW_BYTES in 16-byte vectors from 16-byte boundaries (the streamed stages'
+   copies; under two waves over TN_LONE_WAVE_MIN_ROW_BYTES), no special functions. Such a CTA loads its row, waits,
+   reduces and stores with nothing else of its SM's in flight, and under a wave or between waves (M not a multiple
+   of the SMs) whole SMs idle; split over clusters that loop over the rows, one CTA's next rows stream in while
+   another reduces, and every SM takes a share of the bytes. From two waves up cluster_pick_lone's clusters (2 CTAs
+   an SM; its comment has the times); under two, by the fusion's ROW inputs (tn_schedule_cluster; H100 A/B against
+   one row a CTA, 2026-12-07-h100-s24-ab-lone-final.log: 0.72-1.00 of the time at 23 of 24 shapes of 70-250 rows,
+   add_rmsnorm 111 x 30000 1.04). Not where one row a CTA is 2 CTAs an SM (tune, H100: rmsnorm 256 x 24576, one
+   wave, clusters of 2 at 11.27 us against 10.23). Under half the SMs the spread rules decide (spread_short_rows,
+   many_rows_spread); pair_for_levels takes fusions of two reduction levels (layernorm) first from a quarter of the
+   SMs, in this window too. Session 23's early cluster barrier (arrived at before the PDL wait) made this pay: the
+   barrier that cost 0.6-0.75 us a launch costs 0.36 (probe cluster_launch, stage 4). */
 static int lone_ctas_few_waves(const tn_schedule_request *r, const tn_plan_desc *reg, int64_t row_bytes) {
     const tn_device_props *d = r->props;
     if (r->analysis->special_evals || reg->peel || !cluster_prefetch_ok(reg, r->analysis) || reg->rows_per_cta != 1 ||
         row_bytes <= TN_CLUSTER_SHORT_ROW_BYTES ||
         r->rows * 2 <= (int64_t)d->sm_count || r->rows > (int64_t)TN_LONE_MAX_ROWS_AN_SM * d->sm_count ||
         ctas_an_sm(d, row_regs(r, reg->vec, reg->batch), reg->block_threads) > 1 ||
-        (r->rows < 2 * (int64_t)d->sm_count && row_bytes <= TN_LONE_WAVE_MIN_ROW_BYTES))
+        (under_two_waves(r) && row_bytes <= TN_LONE_WAVE_MIN_ROW_BYTES))
         return 0;
     return !tn_register_pipelines(r, reg);
 }
@@ -823,8 +825,8 @@ int tn_schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int force
        over cluster_pick_lone's, 13.16-21.49 in one row a CTA); one-input fusions cluster_pick_lone's, without
        the COL cache (rmsnorm 150-230 x 24576 6.84-8.55 us against 7.37-10.15 streamed and cached, 8.47-10.45
        one row a CTA; layernorm 150-200 x 24576 7.31-8.49 against 8.59-9.73 and 10.02-11.02). */
-    const int under_two_waves = lone && r->rows < 2 * (int64_t)d->sm_count;
-    const int lone_cl = lone && (!under_two_waves || a->num_stage_inputs <= 1) ? cluster_pick_lone(r, p) : 0;
+    const int lone_short = lone && under_two_waves(r); /* lone rows under two waves */
+    const int lone_cl = lone && (!lone_short || a->num_stage_inputs <= 1) ? cluster_pick_lone(r, p) : 0;
     int cl = lone_cl;
     if (!cl) cl = !forced && !few && !heavy ? cluster_pick_streamed(r, p, batch, 1) : 0;
     if (!cl) cl = cluster_pick(r, p, batch, heavy, few, must_carry);
@@ -862,7 +864,7 @@ int tn_schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int force
        x 12 against 5.57 one row a CTA; 80 x 24576, 39% idle, 4.10 against 5.42; 99 x 24584 4.82 against 5.68);
        past one wave not measured, one row a CTA kept. */
     const int64_t idle_sms = d->sm_count > r->rows ? d->sm_count - r->rows : 0;
-    if (under_two_waves && !tn_plan_grid_loops(p) && idle_sms * TN_LONE_MIN_IDLE_SHARE < (int64_t)d->sm_count)
+    if (lone_short && !tn_plan_grid_loops(p) && idle_sms * TN_LONE_MIN_IDLE_SHARE < (int64_t)d->sm_count)
         REJECT("the register plan holds the row (%lld bytes) in one CTA and leaves %lld of the %d SMs idle (under 1 "
                "in %d), too few for clusters that all run at once to pay for their exchange", (long long)row_bytes,
                (long long)idle_sms, d->sm_count, TN_LONE_MIN_IDLE_SHARE);

@@ -206,8 +206,9 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
 #define TN_LONE_MIN_IDLE_SHARE 8
 /* Lone rows under two waves split only above this many bytes a row (of the ROW inputs kept on chip: both of
    add_rmsnorm's): each CTA of a cluster of 2 then holds at least a short row's bytes (TN_CLUSTER_SHORT_ROW_BYTES)
-   for the exchange it adds. The A/B's gains were at rows of 48-96 KiB an input (2026-12-07-h100-s24-ab-lone-*.log); at 24 KiB the choice flipped between cluster shapes every few
-   rows (clusters of 2 all at once, of 8 looping, of 2 streamed) with nothing measured for any. */
+   for the exchange it adds. The A/B's gains were at rows of 48-96 KiB an input (2026-12-07-h100-s24-ab-lone-*.log);
+   at 24 KiB the choice flipped between cluster shapes every few rows (clusters of 2 all at once, of 8 looping, of 2
+   streamed) with nothing measured for any. */
 #define TN_LONE_WAVE_MIN_ROW_BYTES (2 * TN_CLUSTER_SHORT_ROW_BYTES)
 
 #endif
