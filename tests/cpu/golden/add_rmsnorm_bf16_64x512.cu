@@ -42,7 +42,7 @@ extern "C" __global__ void __launch_bounds__(64) tn_kernel(
 #pragma unroll
         for (int p = 0; p < P; p++) {
             const int vi = p * T + tr;
-            if (vi < NV) tn_vload(cc2[p], in2 + vi * V);
+            if (live && vi < NV) tn_vload(cc2[p], in2 + vi * V);
             else tn_vzero(cc2[p]);
         }
         float acc9[A];

@@ -31,7 +31,7 @@ extern "C" __global__ void __launch_bounds__(512, 4) tn_kernel(
 #pragma unroll
         for (int p = 0; p < P; p++) {
             const int vi = p * T + tr;
-            if (vi < NV) tn_vload(cc1[p], in1 + vi * V);
+            if (live && vi < NV) tn_vload(cc1[p], in1 + vi * V);
             else tn_vzero(cc1[p]);
         }
         float acc4[A];

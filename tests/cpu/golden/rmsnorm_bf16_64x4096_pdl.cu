@@ -46,7 +46,7 @@ extern "C" __global__ void __launch_bounds__(512) tn_kernel(
 #pragma unroll
         for (int p = 0; p < P; p++) {
             const int vi = p * T + tr;
-            if (vi < NV) tn_vload_ro(cc1[p], in1 + vi * V);
+            if (live && vi < NV) tn_vload_ro(cc1[p], in1 + vi * V);
             else tn_vzero(cc1[p]);
         }
         float acc4[A];
