@@ -204,6 +204,18 @@ static int64_t gpc_placed_clusters(const tn_schedule_request *r, int c, int64_t 
     return per_sm * (c > 2 ? sms * TN_CLUSTER_GPC_SM_SHARE_NUM / TN_CLUSTER_GPC_SM_SHARE_DEN : sms) / c;
 }
 
+/* Compiles q for the fewest CTAs an SM at which the driver places every row's cluster at once
+   (gpc_placed_clusters), at most `most`, within `regs` registers a thread; 0 (q's CTAs an SM untouched) where
+   none does. */
+static int place_every_cluster(const tn_schedule_request *r, tn_plan_desc *q, int64_t most, int regs) {
+    int64_t k = cluster_need(r, q);
+    while (k <= most && gpc_placed_clusters(r, q->cluster, k) < r->rows) k++;
+    if (k > most || regs_cap(r->props, (int)k * q->block_threads) < regs) return 0;
+    q->ctas_per_sm = k >= 2 ? (int)k : 0;
+    q->grid = cluster_grid(r, q);
+    return 1;
+}
+
 /* Rows over a quarter of the SMs (up to half) of a fusion of one reduction level without special functions in
    two phases, in 16-byte vectors: the cluster that leaves the busiest SM the least of the rows, ceil(rows x c /
    SMs) CTAs of 1/c row each, at TN_REG_BATCH_TARGET vectors a thread, where every cluster runs at once (by
@@ -226,7 +238,6 @@ static int balance_many_rows(const tn_schedule_request *r, tn_plan_desc *p, int 
     if (r->rows * 4 <= sms || a->num_levels != 1 || a->special_evals >= 2 || p->vec * a->min_row_elem_size < 16 ||
         idle_bytes_a_row(r, cl) <= TN_CLUSTER_SPREAD_IDLE_BYTES)
         return cl;
-    const int col_words = (int)ceil_div((int64_t)p->vec * a->col_elem_bytes, 4);
     int best = cl;
     for (int c = 2 * cl; c <= TN_MAX_CLUSTER; c *= 2) {
         tn_plan_desc q = *p;
@@ -235,16 +246,10 @@ static int balance_many_rows(const tn_schedule_request *r, tn_plan_desc *p, int 
             ceil_div(r->rows * c, sms) * best >= ceil_div(r->rows * best, sms) * c ||
             !cluster_fit(r, &q, c, TN_REG_BATCH_TARGET, 1))
             continue;
-        /* The fewest CTAs an SM at which the driver places every row's cluster, within the slice's registers
-           (and a COL vector's, live in the output phase, as bound_ctas counts). */
-        const int64_t most = slice_ctas_an_sm(r, &q);
-        int64_t k = cluster_need(r, &q);
-        while (k <= most && gpc_placed_clusters(r, c, k) < r->rows) k++;
-        if (k > most ||
-            regs_cap(r->props, (int)k * q.block_threads) < slice_regs(r, q.vec, q.batch) + col_words)
+        /* Within the slice's registers and a COL vector's, live in the output phase, as bound_ctas counts. */
+        const int col_words = (int)ceil_div((int64_t)q.vec * a->col_elem_bytes, 4);
+        if (!place_every_cluster(r, &q, slice_ctas_an_sm(r, &q), slice_regs(r, q.vec, q.batch) + col_words))
             continue;
-        q.ctas_per_sm = k >= 2 ? (int)k : 0;
-        q.grid = cluster_grid(r, &q);
         *p = q;
         best = c;
     }
@@ -252,6 +257,31 @@ static int balance_many_rows(const tn_schedule_request *r, tn_plan_desc *p, int 
         tn_why(p, "clusters of %d, not %d: the busiest SM takes %lld/%d of a row, not %lld/%d", best, cl,
                (long long)ceil_div(r->rows * best, sms), best, (long long)ceil_div(r->rows * cl, sms), cl);
     return best;
+}
+
+/* Few rows over a quarter of the SMs (up to half) of a fusion that carries its special-function values: over
+   clusters of TN_MAX_CLUSTER CTAs of TN_HEAVY_FEW_THREADS threads, every row's cluster at once (at the fewest
+   CTAs an SM that places them: 4-5 on an H100). Each exp phase and each of the two reductions then runs in 4 warps
+   a CTA, and an SM's 4-5 CTAs overlap one's loads with another's exps. Bounded within the slice's registers
+   without the exchange's (ptxas fit 8 carried vectors at 5 CTAs an SM in 95 registers, no spills). Saved plans against the clusters of 2-4
+   that cluster_pick took (H100, bf16 softmax, bench/ab/few-c8-heavy-s25, 2026-12-07-h100-s25-ab-few-c8-heavy.log):
+   64 x 65536 7.57 us against 8.41; 64 x 49152 5.95 against 6.76; 40 x 65536 5.70 against 6.09; 50 x 81920 7.58
+   against 8.02; 56 x 65536, 60 x 98304 and 64 x 81920 1.03-1.04 times as fast; 48 x 65536 6.42 against 6.36.
+   (Clusters of 8 at 4 vectors a thread, 256 threads, lost at 40 x 65536: 7.39 against 6.79, see
+   balance_many_rows; 16 CTAs of 128 at 64 x 131072 too: 15.10 against 13.59.) Returns the cluster size, cl
+   where p is unchanged. */
+static int heavy_rows_over_eight(const tn_schedule_request *r, tn_plan_desc *p, int cl) {
+    const tn_analysis *a = r->analysis;
+    tn_plan_desc q = *p;
+    if (cl >= TN_MAX_CLUSTER || !a->num_carried || r->rows * 4 <= r->props->sm_count ||
+        p->vec * a->min_row_elem_size < 16 || !cluster_shape(r, &q, TN_MAX_CLUSTER, TN_HEAVY_FEW_THREADS) ||
+        !place_every_cluster(r, &q, TN_CLUSTER_MAX_CTAS_AN_SM + 1, row_regs(r, q.vec, q.batch)) ||
+        !tn_carry_fits(r, &q))
+        return cl;
+    *p = q;
+    tn_why(p, "clusters of %d CTAs of %d threads: heavy few rows, every cluster at once at %d CTAs an SM",
+           TN_MAX_CLUSTER, TN_HEAVY_FEW_THREADS, q.ctas_per_sm);
+    return TN_MAX_CLUSTER;
 }
 
 /* Whether few rows go on to clusters of cl CTAs: slices of TN_CLUSTER_MIN_SLICE
@@ -315,6 +345,7 @@ static int cluster_pick(const tn_schedule_request *r, tn_plan_desc *p, int batch
         tn_plan_desc q = *p;
         if (cluster_fit(r, &q, cl, one_wave_batch, 1)) *p = q;
     }
+    if (few && heavy) cl = heavy_rows_over_eight(r, p, cl);
     if (few && !p->ctas_per_sm && (p->ctas_per_sm = bound_ctas(r, p))) p->grid = cluster_grid(r, p);
     return few ? balance_many_rows(r, p, cl) : cl;
 }
@@ -736,6 +767,31 @@ static int cluster_pick_lone(const tn_schedule_request *r, tn_plan_desc *p) {
     return 0;
 }
 
+/* The clusters for lone_ctas_few_waves's rows of two or more ROW inputs under one wave, where one row a CTA
+   leaves 1 SM in TN_LONE_MIN_IDLE_SHARE or more idle: clusters of 4 (a quarter row a CTA), 2 vectors of each
+   input a thread at the fewest threads from 128 up to 512, two stages of the next rows (else one), the COL
+   slices cached: 2 CTAs an SM, each streaming while the other exchanges. H100, bf16 add_rmsnorm unless said,
+   against the streamed clusters of 2 that cluster_pick_streamed takes (2026-12-07-h100-s25-ab-lone-c4.log,
+   -ab-trialA.log): 111 x 30000 10.61 us against 11.90; 75 x 28672 8.26 against 9.63; 80 x 24576 7.56 against
+   8.09; 70 x 40000 10.86 against 12.33; f16 85 x 30720 9.16 against 9.61; f32 100 x 16000 9.63 against 10.12;
+   70 x 32768, 96 x 32768, 67 x 32768 and f32 96 x 16384 0.98-1.03 times as fast; lost at f32 72 x 12288, 6.73
+   against 5.92 (72 clusters of 2 all at once, against 66 of 4 that loop). From 120 rows even or lost (250 x
+   24576 18.05 against 17.48). Returns the cluster size, 0 (p untouched) where none fits. */
+static int cluster_pick_quarters(const tn_schedule_request *r, tn_plan_desc *p) {
+    for (int stages = 2; stages >= 1; stages--) {
+        tn_plan_desc q = *p, s;
+        if (cluster_fit(r, &q, 4, 2, 1) && q.threads_per_row <= 512 && cluster_prefetch_ok(&q, r->analysis) &&
+            cluster_staged(r, &q, stages, &s)) {
+            tn_plan_desc cached = s;
+            *p = r->analysis->col_elem_bytes && cluster_col_cached(r, &cached) ? cached : s;
+            tn_why(p, "quarter rows: %d ROW inputs under one wave, a quarter of a row a CTA, 2 CTAs an SM",
+                   r->analysis->num_stage_inputs);
+            return 4;
+        }
+    }
+    return 0;
+}
+
 int tn_schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int forced, char *err, size_t cap) {
     const tn_analysis *a = r->analysis;
     const tn_device_props *d = r->props;
@@ -828,6 +884,9 @@ int tn_schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int force
     const int lone_short = lone && under_two_waves(r); /* lone rows under two waves */
     const int lone_cl = lone && (!lone_short || a->num_stage_inputs <= 1) ? cluster_pick_lone(r, p) : 0;
     int cl = lone_cl;
+    const int64_t idle_sms = d->sm_count > r->rows ? d->sm_count - r->rows : 0;
+    const int idle_share = idle_sms * TN_LONE_MIN_IDLE_SHARE >= (int64_t)d->sm_count;
+    if (!cl && lone_short && idle_share && a->num_stage_inputs > 1) cl = cluster_pick_quarters(r, p);
     if (!cl) cl = !forced && !few && !heavy ? cluster_pick_streamed(r, p, batch, 1) : 0;
     if (!cl) cl = cluster_pick(r, p, batch, heavy, few, must_carry);
     if (cl && few && most != old_most && tn_plan_grid_loops(p)) {
@@ -863,8 +922,7 @@ int tn_schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int force
        exchange costs more than fewer bring (H100: rmsnorm 120 x 24576, 9% idle, 6.95 us over 240 CTAs of 2 x 128
        x 12 against 5.57 one row a CTA; 80 x 24576, 39% idle, 4.10 against 5.42; 99 x 24584 4.82 against 5.68);
        past one wave not measured, one row a CTA kept. */
-    const int64_t idle_sms = d->sm_count > r->rows ? d->sm_count - r->rows : 0;
-    if (lone_short && !tn_plan_grid_loops(p) && idle_sms * TN_LONE_MIN_IDLE_SHARE < (int64_t)d->sm_count)
+    if (lone_short && !tn_plan_grid_loops(p) && !idle_share)
         REJECT("the register plan holds the row (%lld bytes) in one CTA and leaves %lld of the %d SMs idle (under 1 "
                "in %d), too few for clusters that all run at once to pay for their exchange", (long long)row_bytes,
                (long long)idle_sms, d->sm_count, TN_LONE_MIN_IDLE_SHARE);

@@ -533,15 +533,34 @@ static void test_decisions(tn_context *ctx) {
        rows each of whose 16 slices takes an SM of its own (1 x 262144: 32 KiB a CTA); only
        at two CTAs an SM (softmax evaluates exp in two phases: its CTAs overlap one's loads with another's exps);
        600 x 131072 over 4 CTAs a row in 6 waves, its slices in shared memory (share_long_slices: from 5 waves for
-       clusters of 4). */
+       clusters of 4); 64 x 65536 over 8 CTAs of 128, every cluster at once (heavy_rows_over_eight). */
     tn_fusion_builtin(ctx, TN_BUILTIN_SOFTMAX, &o, &f);
     tn_analyze(f, &a);
-    const int64_t cl_shapes[][3] = {{1, 65536, 8}, {1, 262144, 16}, {600, 131072, 4}, {64, 65536, 4}, {4096, 131072, 4}};
+    const int64_t cl_shapes[][3] = {{1, 65536, 8}, {1, 262144, 16}, {600, 131072, 4}, {64, 65536, 8}, {4096, 131072, 4}};
     for (int i = 0; i < 5; i++) {
         tn_schedule_request cr = {&a, cl_shapes[i][0], cl_shapes[i][1], 16, -1, &d};
         CHECK(tn_schedule(&cr, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == cl_shapes[i][2],
               "softmax %lldx%lld: cluster of %lld: %s", (long long)cl_shapes[i][0], (long long)cl_shapes[i][1],
               (long long)cl_shapes[i][2], p.why);
+    }
+    /* heavy_rows_over_eight: 33-66 rows on 132 SMs over clusters of 8 x 128, compiled for the CTAs an SM that
+       place every cluster (clusters pack into 10/11 of the SMs); not at a quarter of the SMs or fewer, nor where
+       the slice's registers do not fit that many CTAs (64 x 81920: 10 vectors at 5 an SM). */
+    const int64_t eights[][4] = {{64, 65536, 8, 5}, {40, 65536, 8, 3}, {50, 81920, 8, 4}};
+    for (int i = 0; i < 3; i++) {
+        tn_schedule_request cr = {&a, eights[i][0], eights[i][1], 16, -1, &d};
+        CHECK(tn_schedule(&cr, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster == eights[i][2] &&
+                  p.threads_per_row == 128 && p.ctas_per_sm == eights[i][3] && p.grid == eights[i][0] * 8 &&
+                  strstr(p.why, "heavy few rows"),
+              "softmax %lldx%lld: clusters of 8 x 128 at %lld an SM: %d x %d at %d: %s", (long long)eights[i][0],
+              (long long)eights[i][1], (long long)eights[i][3], p.cluster, p.threads_per_row, p.ctas_per_sm, p.why);
+    }
+    const int64_t not_eights[][2] = {{32, 65536}, {64, 81920}};
+    for (int i = 0; i < 2; i++) {
+        tn_schedule_request cr = {&a, not_eights[i][0], not_eights[i][1], 16, -1, &d};
+        CHECK(tn_schedule(&cr, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && !strstr(p.why, "heavy few rows"),
+              "softmax %lldx%lld: not heavy_rows_over_eight: %s", (long long)not_eights[i][0],
+              (long long)not_eights[i][1], p.why);
     }
     /* Few rows keep up to 24 vectors a thread, but softmax's even slices 8 at most, so its exps fit in registers
        beside them and every exp phase is short (tune: 8 CTAs of 256 x 6 7.16 us, 128 x 12 7.81, 4 of 128 x 24
@@ -727,13 +746,15 @@ static void test_decisions(tn_context *ctx) {
               p.threads_per_row == 256 && p.batch == 4,
           "add_rmsnorm 40x65536: clusters of 8 x 256 x 4: %d x %d x %d", p.cluster, p.threads_per_row, p.batch);
     tn_fusion_destroy(f);
-    /* Two levels or two special-function phases: every exchange over 8 CTAs costs more than the busiest SM's
-       share saves (H100 A/B: layernorm 40 x 65536 9.25 us over 8, 8.16 over 2; softmax 7.39, 6.79). */
+    /* Two levels or two special-function phases: every exchange over 8 CTAs at 4 vectors a thread costs more
+       than the busiest SM's share saves (H100 A/B: layernorm 40 x 65536 9.25 us over 8, 8.16 over 2; softmax
+       7.39, 6.79; softmax's 8 CTAs of 128 x 8 are heavy_rows_over_eight's, tested above). */
     const tn_builtin two[] = {TN_BUILTIN_LAYERNORM, TN_BUILTIN_SOFTMAX};
     for (int i = 0; i < 2; i++) {
         tn_fusion_builtin(ctx, two[i], &o, &f);
         tn_analyze(f, &a);
-        CHECK(tn_schedule(&ar, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.cluster < 8 &&
+        CHECK(tn_schedule(&ar, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER &&
+                  (p.cluster < 8 || (two[i] == TN_BUILTIN_SOFTMAX && p.threads_per_row == 128)) &&
                   !strstr(p.why, "busiest SM"),
               "builtin %d 40x65536: clusters of %d: %s", (int)two[i], p.cluster, p.why);
         tn_fusion_destroy(f);
@@ -1091,6 +1112,31 @@ static void test_lone_ctas_few_waves(tn_context *ctx, const tn_device_props *d) 
         req.kind = TN_PLAN_CLUSTER;
         CHECK(!tn_schedule(&req, &p, err, sizeof err) || !strstr(p.why, "lone CTAs:"), "%s forced cluster: %s",
               tn_builtin_name(v[i].op), p.why);
+        tn_fusion_destroy(f);
+    }
+    /* cluster_pick_quarters: two or more ROW inputs under one wave with 1/8 of the SMs idle or more: clusters
+       of 4, 2 vectors of each input a thread at up to 512 threads; not past that idle share, nor one input. */
+    const struct {
+        tn_builtin op;
+        int64_t rows, cols;
+        int quarters;
+    } q[] = {{TN_BUILTIN_ADD_RMSNORM, 75, 28672, 1},        {TN_BUILTIN_ADD_RMSNORM, sms * 7 / 8 - 1, 24576, 1},
+             {TN_BUILTIN_ADD_RMSNORM, 111, 30000, 1},       {TN_BUILTIN_ADD_RMSNORM, sms - sms / 16, 24576, 0},
+             {TN_BUILTIN_ADD_RMSNORM, sms + 10, 32768, 0}, {TN_BUILTIN_RMSNORM, sms * 5 / 8, 24576, 0}};
+    for (size_t i = 0; i < sizeof q / sizeof q[0]; i++) {
+        tn_fusion *f = test_builtin(ctx, q[i].op, TN_DTYPE_BF16);
+        tn_analysis a;
+        tn_analyze(f, &a);
+        tn_schedule_request req = {&a, q[i].rows, q[i].cols, 16, -1, d};
+        tn_plan_desc p;
+        char err[320];
+        const int ok = tn_schedule(&req, &p, err, sizeof err);
+        const int quarters = ok && p.kind == TN_PLAN_CLUSTER && strstr(p.why, "quarter rows:") != NULL;
+        CHECK(ok && quarters == q[i].quarters &&
+                  (!quarters || (p.cluster == 4 && p.threads_per_row <= 512 && p.batch <= 2 &&
+                                 tn_plan_desc_check(&p, &a, d, 16, err, sizeof err))),
+              "%s %s %lldx%lld: quarters %d, expected %d: %s", d->name, tn_builtin_name(q[i].op),
+              (long long)q[i].rows, (long long)q[i].cols, quarters, q[i].quarters, ok ? p.why : err);
         tn_fusion_destroy(f);
     }
     /* Only rows of 16-byte vectors from 16-byte boundaries (the stages' bulk copies): not rows narrowed by their
