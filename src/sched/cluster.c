@@ -767,6 +767,19 @@ static int cluster_pick_lone(const tn_schedule_request *r, tn_plan_desc *p) {
     return 0;
 }
 
+/* Few rows (a cluster each) over 3/8 of the SMs, where clusters of 8 would leave the busiest SM half a row as
+   clusters of 2 do (balance_many_rows spreads fewer): cluster_pick_streamed's clusters at one CTA an SM, the next
+   rows' slices streamed into two stages and the COL slices cached, rather than every row's cluster at once. tune,
+   H100, bf16 (2026-12-07-h100-s25-tune.log): add_rmsnorm 64 x 65536 12.77 us over 4 x 512 x 4 streamed against
+   14.01 at once over 2 x 512 x 8; rmsnorm 64 x 131072 13.10 against 15.09 over 8 x 128 x 16. A/B of the rule
+   (-ab-trialC.log): 64 x 65536 13.05 against 13.98, rmsnorm 64 x 131072 13.84 against 15.41, layernorm 64 x
+   131072 14.57 against 18.18, add_rmsnorm 64 x 131072 even (26.20 against 25.95); at 40 rows, where balance_many_rows
+   takes clusters of 8, it lost (add_rmsnorm 40 x 65536 9.65 against 8.70). */
+static int few_rows_streamed(const tn_schedule_request *r) {
+    const int64_t sms = r->props->sm_count;
+    return r->rows * 4 > sms && ceil_div(r->rows * TN_MAX_CLUSTER, sms) * 2 >= ceil_div(r->rows * 2, sms) * TN_MAX_CLUSTER;
+}
+
 /* The clusters for lone_ctas_few_waves's rows of two or more ROW inputs under one wave, where one row a CTA
    leaves 1 SM in TN_LONE_MIN_IDLE_SHARE or more idle: clusters of 4 (a quarter row a CTA), 2 vectors of each
    input a thread at the fewest threads from 128 up to 512, two stages of the next rows (else one), the COL
@@ -776,7 +789,11 @@ static int cluster_pick_lone(const tn_schedule_request *r, tn_plan_desc *p) {
    8.09; 70 x 40000 10.86 against 12.33; f16 85 x 30720 9.16 against 9.61; f32 100 x 16000 9.63 against 10.12;
    70 x 32768, 96 x 32768, 67 x 32768 and f32 96 x 16384 0.98-1.03 times as fast; lost at f32 72 x 12288, 6.73
    against 5.92 (72 clusters of 2 all at once, against 66 of 4 that loop). From 120 rows even or lost (250 x
-   24576 18.05 against 17.48). Returns the cluster size, 0 (p untouched) where none fits. */
+   24576 18.05 against 17.48). As the scheduler's (-ab-rules.log): bf16/f16 100 x 28672 9.37 against 11.40, f16
+   78 x 24576 7.25 against 8.81, 75 x 28672 8.25 against 9.70, 111 x 30000 10.62 against 11.89, 88 x 32768
+   9.83 against 9.98; f32 lost at 90 x 12288 (7.50 against 7.11) and 72 x 12288 (6.75 against 5.94): the caller
+   takes it for rows of 8 elements a 16-byte vector (2 vectors a thread are 16 elements; f32's 8 are too few
+   between a CTA's exchanges). Returns the cluster size, 0 (p untouched) where none fits. */
 static int cluster_pick_quarters(const tn_schedule_request *r, tn_plan_desc *p) {
     for (int stages = 2; stages >= 1; stages--) {
         tn_plan_desc q = *p, s;
@@ -886,8 +903,8 @@ int tn_schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int force
     int cl = lone_cl;
     const int64_t idle_sms = d->sm_count > r->rows ? d->sm_count - r->rows : 0;
     const int idle_share = idle_sms * TN_LONE_MIN_IDLE_SHARE >= (int64_t)d->sm_count;
-    if (!cl && lone_short && idle_share && a->num_stage_inputs > 1) cl = cluster_pick_quarters(r, p);
-    if (!cl) cl = !forced && !few && !heavy ? cluster_pick_streamed(r, p, batch, 1) : 0;
+    if (!cl && lone_short && idle_share && a->num_stage_inputs > 1 && p->vec >= 8) cl = cluster_pick_quarters(r, p);
+    if (!cl) cl = !forced && (!few || few_rows_streamed(r)) && !heavy ? cluster_pick_streamed(r, p, batch, 1) : 0;
     if (!cl) cl = cluster_pick(r, p, batch, heavy, few, must_carry);
     if (cl && few && most != old_most && tn_plan_grid_loops(p)) {
         tn_plan_desc q = base;

@@ -252,7 +252,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                "checked plan: %d CTAs of %lld threads an SM", p.ctas_per_sm, (long long)block);
     FUZZ_CHECK(!p.prefetch || (p.kind == TN_PLAN_CLUSTER && p.align_bytes == 16),
                "checked plan: prefetch in a %s plan aligned to %d", tn_plan_kind_name(p.kind), p.align_bytes);
-    FUZZ_CHECK(p.pdl >= 0 && p.pdl <= 3 && (p.pdl < 2 || p.kind != TN_PLAN_TMA_WS), "checked plan: pdl %d in a %s plan",
+    FUZZ_CHECK(p.pdl >= 0 && p.pdl <= 3 && (p.pdl != 2 || p.kind != TN_PLAN_TMA_WS), "checked plan: pdl %d in a %s plan",
                p.pdl, tn_plan_kind_name(p.kind));
     FUZZ_CHECK(!p.early_l2 || (p.pdl && (p.kind == TN_PLAN_REGISTER || p.kind == TN_PLAN_CLUSTER)),
                "checked plan: early_l2 in a %s plan, pdl %d", tn_plan_kind_name(p.kind), p.pdl);
