@@ -260,27 +260,31 @@ static int balance_many_rows(const tn_schedule_request *r, tn_plan_desc *p, int 
 }
 
 /* Few rows over a quarter of the SMs (up to half) of a fusion that carries its special-function values: over
-   clusters of TN_MAX_CLUSTER CTAs of TN_HEAVY_FEW_THREADS threads, every row's cluster at once (at the fewest
+   clusters of TN_MAX_CLUSTER CTAs of TN_CLUSTER_HEAVY_FEW_THREADS threads, every row's cluster at once (at the fewest
    CTAs an SM that places them: 4-5 on an H100). Each exp phase and each of the two reductions then runs in 4 warps
-   a CTA, and an SM's 4-5 CTAs overlap one's loads with another's exps. Bounded within the slice's registers
+   a CTA, and an SM's 3-5 CTAs overlap one's loads with another's exps. Only slices that the CTAs' threads divide
+   (a ragged ninth vector at 65544 columns spilled at 5 CTAs an SM), and not when the plan build asks for wider
+   slices (wide_slices: the driver placed too few clusters). Bounded within the slice's registers
    without the exchange's (ptxas fit 8 carried vectors at 5 CTAs an SM in 95 registers, no spills). Saved plans against the clusters of 2-4
    that cluster_pick took (H100, bf16 softmax, bench/ab/few-c8-heavy-s25, 2026-12-07-h100-s25-ab-few-c8-heavy.log):
    64 x 65536 7.57 us against 8.41; 64 x 49152 5.95 against 6.76; 40 x 65536 5.70 against 6.09; 50 x 81920 7.58
-   against 8.02; 56 x 65536, 60 x 98304 and 64 x 81920 1.03-1.04 times as fast; 48 x 65536 6.42 against 6.36.
+   against 8.02; 56 x 65536 1.03 times as fast; 48 x 65536 6.42 against 6.36 (60 x 98304 and 64 x 81920, 1.03
+   there, stay with cluster_pick's: 12 and 10 vectors a thread do not fit 5 CTAs an SM).
    (Clusters of 8 at 4 vectors a thread, 256 threads, lost at 40 x 65536: 7.39 against 6.79, see
    balance_many_rows; 16 CTAs of 128 at 64 x 131072 too: 15.10 against 13.59.) Returns the cluster size, cl
    where p is unchanged. */
-static int heavy_rows_over_eight(const tn_schedule_request *r, tn_plan_desc *p, int cl) {
+static int heavy_few_rows_over_eight(const tn_schedule_request *r, tn_plan_desc *p, int cl) {
     const tn_analysis *a = r->analysis;
     tn_plan_desc q = *p;
-    if (cl >= TN_MAX_CLUSTER || !a->num_carried || r->rows * 4 <= r->props->sm_count ||
-        p->vec * a->min_row_elem_size < 16 || !cluster_shape(r, &q, TN_MAX_CLUSTER, TN_HEAVY_FEW_THREADS) ||
+    const int64_t nv = p->cols / p->vec;
+    if (cl >= TN_MAX_CLUSTER || !a->num_carried || r->rows * 4 <= r->props->sm_count || r->wide_slices ||
+        p->vec * a->min_row_elem_size < 16 || nv % ((int64_t)TN_MAX_CLUSTER * TN_CLUSTER_HEAVY_FEW_THREADS) ||
+        !cluster_shape(r, &q, TN_MAX_CLUSTER, TN_CLUSTER_HEAVY_FEW_THREADS) ||
         !place_every_cluster(r, &q, TN_CLUSTER_MAX_CTAS_AN_SM + 1, row_regs(r, q.vec, q.batch)) ||
         !tn_carry_fits(r, &q))
         return cl;
     *p = q;
-    tn_why(p, "clusters of %d CTAs of %d threads: heavy few rows, every cluster at once at %d CTAs an SM",
-           TN_MAX_CLUSTER, TN_HEAVY_FEW_THREADS, q.ctas_per_sm);
+    tn_why(p, "heavy few rows: clusters of %d, every cluster at once at %d CTAs an SM", TN_MAX_CLUSTER, q.ctas_per_sm);
     return TN_MAX_CLUSTER;
 }
 
@@ -345,7 +349,7 @@ static int cluster_pick(const tn_schedule_request *r, tn_plan_desc *p, int batch
         tn_plan_desc q = *p;
         if (cluster_fit(r, &q, cl, one_wave_batch, 1)) *p = q;
     }
-    if (few && heavy) cl = heavy_rows_over_eight(r, p, cl);
+    if (few && heavy) cl = heavy_few_rows_over_eight(r, p, cl);
     if (few && !p->ctas_per_sm && (p->ctas_per_sm = bound_ctas(r, p))) p->grid = cluster_grid(r, p);
     return few ? balance_many_rows(r, p, cl) : cl;
 }
@@ -560,6 +564,22 @@ static void stream_next_rows(const tn_schedule_request *r, tn_plan_desc *p) {
         *p = q;
 }
 
+/* cluster_pick_streamed's first choice: the smallest cluster whose CTA holds two stages of its slice and its COL
+   slices in shared memory, at most TN_REG_BATCH_LONG vectors a thread; 0 (p untouched) where none does. */
+static int cluster_pick_two_stages(const tn_schedule_request *r, tn_plan_desc *p) {
+    for (int c = 2; c <= TN_MAX_CLUSTER && r->analysis->num_stage_inputs; c *= 2) {
+        tn_plan_desc q = *p, s;
+        if (!cluster_fit(r, &q, c, slice_batch(r->analysis, TN_REG_BATCH_LONG), 1) ||
+            !cluster_prefetch_ok(&q, r->analysis) || !cluster_staged(r, &q, 2, &s))
+            continue;
+        tn_plan_desc cached = s;
+        if (r->analysis->col_elem_bytes && !cluster_col_cached(r, &cached)) continue;
+        *p = s;
+        return c;
+    }
+    return 0;
+}
+
 /* Where the clusters will loop over rows, streaming each next row into a
    stage (stream_next_rows), the smallest cluster that holds the row at one
    CTA an SM, for fusions without special functions in two phases: the stage
@@ -580,16 +600,8 @@ static int cluster_pick_streamed(const tn_schedule_request *r, tn_plan_desc *p, 
        272.1 us over 4 CTAs of 256 x 8 against 281.9 over 2 of 256 x 16 with one stage; 16384 x 65536 1103.7
        against 1098.8; rmsnorm 512 x 65536 37.5 over 2 of 512 x 8 against 39.0; layernorm 3000 x 98304 300.9
        over 4 of 512 x 6 against 299.9). */
-    for (int c = 2; c <= TN_MAX_CLUSTER && two_stages && r->analysis->num_stage_inputs; c *= 2) {
-        tn_plan_desc q = *p, s;
-        if (!cluster_fit(r, &q, c, slice_batch(r->analysis, TN_REG_BATCH_LONG), 1) ||
-            !cluster_prefetch_ok(&q, r->analysis) || !cluster_staged(r, &q, 2, &s))
-            continue;
-        tn_plan_desc cached = s;
-        if (r->analysis->col_elem_bytes && !cluster_col_cached(r, &cached)) continue;
-        *p = s;
-        return c;
-    }
+    const int two = two_stages ? cluster_pick_two_stages(r, p) : 0;
+    if (two) return two;
     for (int c = 2; c <= TN_MAX_CLUSTER; c *= 2) {
         tn_plan_desc q = *p;
         if (!cluster_fit(r, &q, c, batch, 1)) continue;
@@ -767,17 +779,30 @@ static int cluster_pick_lone(const tn_schedule_request *r, tn_plan_desc *p) {
     return 0;
 }
 
-/* Few rows (a cluster each) over 3/8 of the SMs, where clusters of 8 would leave the busiest SM half a row as
-   clusters of 2 do (balance_many_rows spreads fewer): cluster_pick_streamed's clusters at one CTA an SM, the next
+/* Whether few rows (a cluster each) are streamed: over 3/8 of the SMs (few rows are under half), where clusters of
+   8 would leave the busiest SM half a row as clusters of 2 do (balance_many_rows spreads fewer): cluster_pick_streamed's clusters at one CTA an SM, the next
    rows' slices streamed into two stages and the COL slices cached, rather than every row's cluster at once. tune,
    H100, bf16 (2026-12-07-h100-s25-tune.log): add_rmsnorm 64 x 65536 12.77 us over 4 x 512 x 4 streamed against
    14.01 at once over 2 x 512 x 8; rmsnorm 64 x 131072 13.10 against 15.09 over 8 x 128 x 16. A/B of the rule
    (-ab-trialC.log): 64 x 65536 13.05 against 13.98, rmsnorm 64 x 131072 13.84 against 15.41, layernorm 64 x
    131072 14.57 against 18.18, add_rmsnorm 64 x 131072 even (26.20 against 25.95); at 40 rows, where balance_many_rows
    takes clusters of 8, it lost (add_rmsnorm 40 x 65536 9.65 against 8.70). */
-static int few_rows_streamed(const tn_schedule_request *r) {
+static int few_rows_stream(const tn_schedule_request *r) {
     const int64_t sms = r->props->sm_count;
-    return r->rows * 4 > sms && ceil_div(r->rows * TN_MAX_CLUSTER, sms) * 2 >= ceil_div(r->rows * 2, sms) * TN_MAX_CLUSTER;
+    return ceil_div(r->rows * TN_MAX_CLUSTER, sms) * 2 >= ceil_div(r->rows * 2, sms) * TN_MAX_CLUSTER;
+}
+
+/* few_rows_stream's clusters: cluster_pick_two_stages's (two stages, the COL slices cached), at most
+   TN_REG_WIDEN_MAX threads (as measured); 0 (p untouched) otherwise (its one-stage fallback spilled at
+   add_rmsnorm 50 x 163840 with an f32 weight, where the clusters at once did not). */
+static int cluster_pick_streamed_few(const tn_schedule_request *r, tn_plan_desc *p) {
+    tn_plan_desc q = *p;
+    const int cl = cluster_pick_two_stages(r, &q);
+    if (!cl || q.threads_per_row > TN_REG_WIDEN_MAX) return 0;
+    *p = q;
+    tn_why(p, "few rows streamed: %lld rows over 3/8 of the SMs, clusters of %d looping, two stages", (long long)r->rows,
+           cl);
+    return cl;
 }
 
 /* The clusters for lone_ctas_few_waves's rows of two or more ROW inputs under one wave, where one row a CTA
@@ -792,17 +817,17 @@ static int few_rows_streamed(const tn_schedule_request *r) {
    24576 18.05 against 17.48). As the scheduler's (-ab-rules.log): bf16/f16 100 x 28672 9.37 against 11.40, f16
    78 x 24576 7.25 against 8.81, 75 x 28672 8.25 against 9.70, 111 x 30000 10.62 against 11.89, 88 x 32768
    9.83 against 9.98; f32 lost at 90 x 12288 (7.50 against 7.11) and 72 x 12288 (6.75 against 5.94): the caller
-   takes it for rows of 8 elements a 16-byte vector (2 vectors a thread are 16 elements; f32's 8 are too few
-   between a CTA's exchanges). Returns the cluster size, 0 (p untouched) where none fits. */
+   takes it for 16-bit ROW inputs (2 vectors a thread are 16 elements; f32's 8 are too few between a CTA's
+   exchanges). Returns the cluster size, 0 (p untouched) where none fits. */
 static int cluster_pick_quarters(const tn_schedule_request *r, tn_plan_desc *p) {
     for (int stages = 2; stages >= 1; stages--) {
         tn_plan_desc q = *p, s;
-        if (cluster_fit(r, &q, 4, 2, 1) && q.threads_per_row <= 512 && cluster_prefetch_ok(&q, r->analysis) &&
-            cluster_staged(r, &q, stages, &s)) {
+        if (cluster_fit(r, &q, 4, 2, 1) && q.threads_per_row <= TN_REG_WIDEN_MAX &&
+            cluster_prefetch_ok(&q, r->analysis) && cluster_staged(r, &q, stages, &s) && slice_ctas_an_sm(r, &s) >= 2) {
             tn_plan_desc cached = s;
             *p = r->analysis->col_elem_bytes && cluster_col_cached(r, &cached) ? cached : s;
-            tn_why(p, "quarter rows: %d ROW inputs under one wave, a quarter of a row a CTA, 2 CTAs an SM",
-                   r->analysis->num_stage_inputs);
+            tn_why(p, "quarter rows: %d ROW inputs under one wave, a quarter of a row a CTA, %lld CTAs an SM",
+                   r->analysis->num_stage_inputs, (long long)(p->grid / r->props->sm_count));
             return 4;
         }
     }
@@ -902,9 +927,11 @@ int tn_schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int force
     const int lone_cl = lone && (!lone_short || a->num_stage_inputs <= 1) ? cluster_pick_lone(r, p) : 0;
     int cl = lone_cl;
     const int64_t idle_sms = d->sm_count > r->rows ? d->sm_count - r->rows : 0;
-    const int idle_share = idle_sms * TN_LONE_MIN_IDLE_SHARE >= (int64_t)d->sm_count;
-    if (!cl && lone_short && idle_share && a->num_stage_inputs > 1 && p->vec >= 8) cl = cluster_pick_quarters(r, p);
-    if (!cl) cl = !forced && (!few || few_rows_streamed(r)) && !heavy ? cluster_pick_streamed(r, p, batch, 1) : 0;
+    const int enough_idle = idle_sms * TN_LONE_MIN_IDLE_SHARE >= (int64_t)d->sm_count;
+    if (!cl && lone_short && enough_idle && a->num_stage_inputs > 1 && a->buffer_elem_bytes <= 2 * a->num_stage_inputs)
+        cl = cluster_pick_quarters(r, p); /* 16-bit ROW inputs */
+    if (!cl) cl = !forced && !few && !heavy ? cluster_pick_streamed(r, p, batch, 1) : 0;
+    if (!cl && !forced && few && !heavy && few_rows_stream(r)) cl = cluster_pick_streamed_few(r, p);
     if (!cl) cl = cluster_pick(r, p, batch, heavy, few, must_carry);
     if (cl && few && most != old_most && tn_plan_grid_loops(p)) {
         tn_plan_desc q = base;
@@ -939,7 +966,7 @@ int tn_schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int force
        exchange costs more than fewer bring (H100: rmsnorm 120 x 24576, 9% idle, 6.95 us over 240 CTAs of 2 x 128
        x 12 against 5.57 one row a CTA; 80 x 24576, 39% idle, 4.10 against 5.42; 99 x 24584 4.82 against 5.68);
        past one wave not measured, one row a CTA kept. */
-    if (lone_short && !tn_plan_grid_loops(p) && !idle_share)
+    if (lone_short && !tn_plan_grid_loops(p) && !enough_idle)
         REJECT("the register plan holds the row (%lld bytes) in one CTA and leaves %lld of the %d SMs idle (under 1 "
                "in %d), too few for clusters that all run at once to pay for their exchange", (long long)row_bytes,
                (long long)idle_sms, d->sm_count, TN_LONE_MIN_IDLE_SHARE);

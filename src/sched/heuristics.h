@@ -96,6 +96,9 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
 /* Most CTAs an SM a cluster plan spreads few rows over (cluster_pick,
    spread_short_rows), with one more to spare: every cluster must run at once. */
 #define TN_CLUSTER_MAX_CTAS_AN_SM 4
+
+/* Threads a CTA of heavy_few_rows_over_eight's clusters: 4 warps, each reduction's cross-warp step short. */
+#define TN_CLUSTER_HEAVY_FEW_THREADS 128
 /* The share of the SMs that clusters of 4 or more CTAs are estimated to place on (GPC packing: 120 of 132 on
    the H100, bench/probes/gpc.cu), where a rule needs every cluster at once (cluster.c, gpc_placed_clusters). */
 #define TN_CLUSTER_GPC_SM_SHARE_NUM 10
@@ -162,9 +165,6 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
    softmax 4096 x 24576 99.7 us at 256 threads x 12 against 145.3 at 512 x 6;
    layernorm 4096 x 32768 154.4 at 256 x 16, the best register plan. */
 #define TN_REG_BATCH_LONGER 16
-
-/* Threads a CTA of heavy_rows_over_eight's clusters: 4 warps, each reduction's cross-warp step short. */
-#define TN_HEAVY_FEW_THREADS 128
 #define TN_REG_LONGER_ROW_THREADS 256
 /* Few rows are widened to at most this many threads per row: a 1024-thread
    row waits on 32 warps at each reduction (rmsnorm 64 x 20480: 4.05 us at 512

@@ -329,7 +329,7 @@ static void test_decisions(tn_context *ctx) {
        4/8 again, so 2 stay; and 2 stay where the SMs they leave idle would take over too few bytes (34 x 32768:
        62 KiB; 49 x 49152: 49) or the driver would place too few clusters of 8 at the CTAs an SM the registers
        allow (46-48 x 65536: 3 an SM, 45 placed). Over 3/8 of the SMs, where clusters of 2 do not all run at
-       once, few_rows_streamed's streamed clusters (60 x 81920: 4 x 512 x 5, two stages, looping). */
+       once, few_rows_stream's streamed clusters (60 x 81920: 4 x 512 x 5, two stages, looping). */
     const struct { int64_t rows, cols; int cluster, t, batch, per_sm; } balanced[] = {
         {34, 65536, 8, 256, 4, 3}, {40, 65536, 8, 256, 4, 3}, {45, 65536, 8, 256, 4, 3}, {36, 81920, 8, 256, 5, 3},
         {34, 32768, 2, 512, 4, 0}, {49, 49152, 2, 512, 6, 0}, {46, 65536, 2, 512, 8, 0}, {48, 65536, 2, 512, 8, 0},
@@ -534,7 +534,7 @@ static void test_decisions(tn_context *ctx) {
        rows each of whose 16 slices takes an SM of its own (1 x 262144: 32 KiB a CTA); only
        at two CTAs an SM (softmax evaluates exp in two phases: its CTAs overlap one's loads with another's exps);
        600 x 131072 over 4 CTAs a row in 6 waves, its slices in shared memory (share_long_slices: from 5 waves for
-       clusters of 4); 64 x 65536 over 8 CTAs of 128, every cluster at once (heavy_rows_over_eight). */
+       clusters of 4); 64 x 65536 over 8 CTAs of 128, every cluster at once (heavy_few_rows_over_eight). */
     tn_fusion_builtin(ctx, TN_BUILTIN_SOFTMAX, &o, &f);
     tn_analyze(f, &a);
     const int64_t cl_shapes[][3] = {{1, 65536, 8}, {1, 262144, 16}, {600, 131072, 4}, {64, 65536, 8}, {4096, 131072, 4}};
@@ -544,9 +544,10 @@ static void test_decisions(tn_context *ctx) {
               "softmax %lldx%lld: cluster of %lld: %s", (long long)cl_shapes[i][0], (long long)cl_shapes[i][1],
               (long long)cl_shapes[i][2], p.why);
     }
-    /* heavy_rows_over_eight: 33-66 rows on 132 SMs over clusters of 8 x 128, compiled for the CTAs an SM that
+    /* heavy_few_rows_over_eight: 33-66 rows on 132 SMs over clusters of 8 x 128, compiled for the CTAs an SM that
        place every cluster (clusters pack into 10/11 of the SMs); not at a quarter of the SMs or fewer, nor where
-       the slice's registers do not fit that many CTAs (64 x 81920: 10 vectors at 5 an SM). */
+       the slice's registers do not fit that many CTAs (64 x 81920: 10 vectors at 5 an SM), nor slices the
+       threads do not divide. */
     const int64_t eights[][4] = {{64, 65536, 8, 5}, {40, 65536, 8, 3}, {50, 81920, 8, 4}};
     for (int i = 0; i < 3; i++) {
         tn_schedule_request cr = {&a, eights[i][0], eights[i][1], 16, -1, &d};
@@ -556,11 +557,11 @@ static void test_decisions(tn_context *ctx) {
               "softmax %lldx%lld: clusters of 8 x 128 at %lld an SM: %d x %d at %d: %s", (long long)eights[i][0],
               (long long)eights[i][1], (long long)eights[i][3], p.cluster, p.threads_per_row, p.ctas_per_sm, p.why);
     }
-    const int64_t not_eights[][2] = {{32, 65536}, {64, 81920}};
-    for (int i = 0; i < 2; i++) {
+    const int64_t not_eights[][2] = {{32, 65536}, {64, 81920}, {64, 65544}}; /* 65544: a ragged ninth vector */
+    for (int i = 0; i < 3; i++) {
         tn_schedule_request cr = {&a, not_eights[i][0], not_eights[i][1], 16, -1, &d};
         CHECK(tn_schedule(&cr, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && !strstr(p.why, "heavy few rows"),
-              "softmax %lldx%lld: not heavy_rows_over_eight: %s", (long long)not_eights[i][0],
+              "softmax %lldx%lld: not heavy_few_rows_over_eight: %s", (long long)not_eights[i][0],
               (long long)not_eights[i][1], p.why);
     }
     /* Few rows keep up to 24 vectors a thread, but softmax's even slices 8 at most, so its exps fit in registers
@@ -667,7 +668,7 @@ static void test_decisions(tn_context *ctx) {
     CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.stages == 0 && !p.col_cache &&
               !tn_plan_grid_loops(&p),
           "rmsnorm 33x131072: no stage: %s", p.why);
-    rl.rows = 64; /* few rows over 3/8 of the SMs: few_rows_streamed, two stages, the weight's slices cached */
+    rl.rows = 64; /* few rows over 3/8 of the SMs: few_rows_stream, two stages, the weight's slices cached */
     CHECK(tn_schedule(&rl, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.stages == 2 && p.col_cache &&
               p.cluster == 4 && tn_plan_grid_loops(&p),
           "rmsnorm 64x131072: streamed, COL slices cached: %s", p.why);
@@ -749,7 +750,7 @@ static void test_decisions(tn_context *ctx) {
     tn_fusion_destroy(f);
     /* Two levels or two special-function phases: every exchange over 8 CTAs at 4 vectors a thread costs more
        than the busiest SM's share saves (H100 A/B: layernorm 40 x 65536 9.25 us over 8, 8.16 over 2; softmax
-       7.39, 6.79; softmax's 8 CTAs of 128 x 8 are heavy_rows_over_eight's, tested above). */
+       7.39, 6.79; softmax's 8 CTAs of 128 x 8 are heavy_few_rows_over_eight's, tested above). */
     const tn_builtin two[] = {TN_BUILTIN_LAYERNORM, TN_BUILTIN_SOFTMAX};
     for (int i = 0; i < 2; i++) {
         tn_fusion_builtin(ctx, two[i], &o, &f);
