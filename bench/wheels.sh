@@ -14,7 +14,8 @@ platforms=""
 for p in manylinux_2_17_x86_64 manylinux2014_x86_64 manylinux_2_24_x86_64 manylinux_2_27_x86_64 manylinux_2_28_x86_64; do
   platforms="$platforms --platform $p"
 done
-get() {  # name==version ...
+get() {
+  [ "${SKIP_DOWNLOAD:-0}" = 1 ] && return 0  # name==version ...
   python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     $platforms --platform any -d "$all" "$@"
 }
@@ -33,13 +34,14 @@ fi
 echo "wheels.sh: nvfuser-cu130-torch210 not fetched: built for PyTorch 2.10, fails to import on 2.11 (compare.py says so)"
 
 rm -rf .whl/b[0-9]*
-limit=$((48 * 1024 * 1024))
+# A device call carries the working tree too (about 30 MiB by now): BUNDLE_MIB keeps the sum under 64 MiB.
+limit=$((${BUNDLE_MIB:-32} * 1024 * 1024))
 n=1; used=0
 mkdir -p .whl/b1
 for f in $(ls -S "$all"/*.whl); do
   size=$(stat -c %s "$f")
   if [ "$size" -gt "$limit" ]; then
-    split -b 40M -d "$f" "/tmp/$(basename "$f").part-"
+    split -b $(( ${BUNDLE_MIB:-32} - 2 ))M -d "$f" "/tmp/$(basename "$f").part-"
     for part in /tmp/$(basename "$f").part-*; do
       psize=$(stat -c %s "$part")
       if [ $((used + psize)) -gt "$limit" ]; then n=$((n + 1)); used=0; mkdir -p .whl/b$n; fi

@@ -455,10 +455,7 @@ static const row_index k_slice = {"const int vl = p * T + tr, vi = VB + vl;\n   
 static const row_index k_uneven_slice = {"const int vl = p * T + tr, vi = VB + vl;\n            (void)vi;",
                                          "(p < PF || vl < NVL)"};
 static const row_index *slice_index(const gen *g) { return g->uneven ? &k_uneven_slice : &k_slice; }
-/* Rows of at most this many vectors a thread also take their COL vectors
-   (weight, bias) into registers with the row's own loads: a latency-bound row
-   then waits for memory once, not again after its reductions. */
-#define TN_COL_IN_REGISTERS_MAX_VECTORS 2
+/* Where the plan takes its COL vectors into registers with the row's loads (TN_COL_IN_REGISTERS_MAX_VECTORS). */
 static int cols_in_registers(const gen *g) {
     return g->p->cols_early || (g->p->batch <= TN_COL_IN_REGISTERS_MAX_VECTORS && !g->p->col_cache);
 }
@@ -493,8 +490,8 @@ static void register_loads(gen *g, const row_index *x, int staged) {
     const tn_fusion *f = g->f;
     for (int i = 0; i < f->num_nodes; i++) {
         const tn_node *n = &f->nodes[i];
-        /* The COL loads on `live` as the row's are: ptxas then issues the row's loads first (1-2% faster at small
-           shapes, H100, 2026-12-07-h100-s25-ab-colive.log). */
+        /* cols_early: the COL loads on `live` as the row's are, so ptxas issues the row's loads first (and may take
+           these after the first reduction); without it, unconditional: ptxas issues them first and keeps them. */
         if (g->a->used[i] && is_col_input(n) && cols_in_registers(g))
             tn_strbuf_printf(g->sb,
                              "        tn_vec<%s, V> cc%d[P];  // issued with the row's loads\n"
@@ -502,7 +499,7 @@ static void register_loads(gen *g, const row_index *x, int staged) {
                              "            %s\n"
                              "            if (%s%s) %s(cc%d[p], in%d + %svi * V);\n"
                              "            else tn_vzero(cc%d[p]);\n        }\n",
-                             k_dtype_code[n->dtype].storage, i, x->index, staged ? "" : "live && ", x->bound,
+                             k_dtype_code[n->dtype].storage, i, x->index, staged || !g->p->cols_early ? "" : "live && ", x->bound,
                              col_loader(g), i, n->io_index, g->p->peel ? "H + " : "", i);
         if (!g->a->used[i] || !is_row_input(n)) continue;
         tn_strbuf_printf(g->sb, "        tn_vec<%s, V> bb%d[P];\n"

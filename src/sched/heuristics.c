@@ -100,17 +100,20 @@ static int64_t plan_regs(const tn_schedule_request *r, const tn_plan_desc *p) {
    plan already counts must leave room for them at the CTAs an SM that one wave needs (a cluster plan one more
    where it needs two or more, as clusters pack into GPCs: clusters_all_run); a few-row cluster plan's bound
    above that (bound_ctas, for more clusters at once) comes down to it. Rows of 2 vectors a thread or fewer
-   take their COL vectors so anyway. */
+   hold their COL vectors with the row's anyway, and ptxas issues them first, ahead of the row's DRAM loads;
+   cols_early there puts them behind those loads (on the row's `live`, where ptxas takes them after the first
+   reduction, from L2), which only pays where an SM holds few rows: TN_COLS_BEHIND_MAX_ROWS_AN_SM. */
 static int cols_early_bound(const tn_schedule_request *r, const tn_plan_desc *p) {
     const tn_analysis *a = r->analysis;
     const tn_device_props *d = r->props;
-    if (!a->col_elem_bytes || p->batch <= 2 || p->cols_early || p->pipeline || !tn_plan_cols_early_kind(p))
-        return -1;
+    if (!a->col_elem_bytes || p->cols_early || p->pipeline || !tn_plan_cols_early_kind(p)) return -1;
     const int cluster = p->kind == TN_PLAN_CLUSTER;
     const int64_t groups = cluster ? r->rows : ceil_div(r->rows, p->rows_per_cta);
     if ((cluster ? p->grid / p->cluster : p->grid) < groups) return -1; /* CTAs loop: the next group hides it */
     const int64_t per_sm = one_wave_ctas(r, p);
     if (!per_sm) return -1;
+    if (p->batch <= TN_COL_IN_REGISTERS_MAX_VECTORS)
+        return r->rows <= (int64_t)TN_COLS_BEHIND_MAX_ROWS_AN_SM * d->sm_count ? p->ctas_per_sm : -1;
     /* Their words counted as the row's are (TN_REG_NEED: twice, raw and converted; at once they spilled 4 bytes
        in add_rmsnorm 1 x 262144's 16 CTAs of 128 x 16). */
     const int64_t cols = 2 * p->batch * ceil_div((int64_t)p->vec * a->col_elem_bytes, 4);

@@ -207,6 +207,13 @@ int tn_ws_register_split(int regs_per_sm, int block_threads, int consumer_groups
 /* Lone rows under two waves (cluster.c) over clusters that all run at once only where the register plan leaves at
    least 1 in this many SMs idle (an all-at-once split gains only the idle SMs' share of the bytes). */
 #define TN_LONE_MIN_IDLE_SHARE 8
+/* Rows of at most TN_COL_IN_REGISTERS_MAX_VECTORS vectors a thread take cols_early (their COL loads behind the row's)
+   only where the SMs hold at most this many rows each in one wave. H100 A/B of the COL loads on `live` against
+   unconditional (2026-12-07-h100-s26-ab-nocolive.log, -s25-ab-colive.log): 0.97-0.99 of the time at up to 3.9 rows
+   an SM (rmsnorm 1 x 4096, layernorm and add_rmsnorm 512 x 512, add_rmsnorm 264 x 4096), 1.04-1.06 at 31 (layernorm
+   4096 x 512-2048, 16384 x 512), where ptxas, taking them after the first reduction, makes each of an SM's many CTAs
+   wait for L2 a second time. */
+#define TN_COLS_BEHIND_MAX_ROWS_AN_SM 4
 /* Lone rows under two waves split only above this many bytes a row (of the ROW inputs kept on chip: both of
    add_rmsnorm's): each CTA of a cluster of 2 then holds at least a short row's bytes (TN_CLUSTER_SHORT_ROW_BYTES)
    for the exchange it adds. The A/B's gains were at rows of 48-96 KiB an input (2026-12-07-h100-s24-ab-lone-*.log);

@@ -59,9 +59,11 @@ typedef struct tn_plan_desc {
     int col_cache;       /* cluster: 1 = each CTA loads its slice of every COL input (weight, bias) into shared
                             memory once and every row reads it there, not from L2 */
     int cols_early;      /* register, cluster with its slice in registers: 1 = each thread's vectors of every COL
-                            input (weight, bias) loaded into registers with the row's own loads, so a row that
-                            nothing else hides (the grid in one wave) waits for memory once, not again after its
-                            reductions; rows of 2 vectors a thread or fewer do so without it */
+                            input (weight, bias) loaded into registers with the row's own loads, behind them (on
+                            the row's `live`), so a row that nothing else hides (the grid in one wave) waits for
+                            memory once, not again after its reductions. Rows of TN_COL_IN_REGISTERS_MAX_VECTORS
+                            vectors a thread or fewer take them with the row's loads without it too, issued
+                            ahead of those (ptxas hoists unconditional loads) */
     int peel;            /* register: 1 = each row's vectors start at its first 16-byte boundary (rows of any
                             length and alignment: odd N, offset views); the elements before it and after the
                             last whole vector, at most 2 vec - 2, are taken one each by the row's first threads.
@@ -95,6 +97,10 @@ typedef struct tn_plan_desc {
 
 /* Whether a and b are the same plan: kind and every field (the table that prints and parses them); not why. */
 int tn_plan_desc_same(const tn_plan_desc *a, const tn_plan_desc *b);
+/* Rows of at most this many vectors a thread take their COL vectors (weight, bias) into registers with the row's
+   own loads whatever cols_early says: a latency-bound row then waits for memory once, not again after its
+   reductions. */
+#define TN_COL_IN_REGISTERS_MAX_VECTORS 2
 /* Whether p's kind and fields let it take its COL vectors with the row's loads (plan field `cols_early`): register
    plans and cluster plans whose slice is in registers. */
 int tn_plan_cols_early_kind(const tn_plan_desc *p);

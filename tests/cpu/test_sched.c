@@ -1372,7 +1372,8 @@ static void test_cols_early(tn_context *ctx) {
     for (int k = 0, n = tn_schedule_candidates(&req, c, 1024); k < n; k++)
         if (c[k].cols_early) {
             found++;
-            CHECK(tn_plan_desc_check(&c[k], &a, &d, 16, err, sizeof err) && c[k].batch > 2 &&
+            CHECK(tn_plan_desc_check(&c[k], &a, &d, 16, err, sizeof err) &&
+                      (c[k].batch > 2 || req.rows <= TN_COLS_BEHIND_MAX_ROWS_AN_SM * d.sm_count) &&
                       c[k].grid >= 5 * (int64_t)c[k].cluster,
                   "cols_early candidate: %s", err);
         }
@@ -1381,6 +1382,25 @@ static void test_cols_early(tn_context *ctx) {
     for (int k = 0, n = tn_schedule_candidates(&req, c, 1024); k < n; k++)
         for (int j = 0; j < k && c[k].cols_early; j++)
             CHECK(!tn_plan_desc_same(&c[j], &c[k]), "add_rmsnorm 5x40960: candidates %d and %d are the same", j, k);
+    /* Rows of 2 vectors a thread or fewer: cols_early (the COL loads behind the row's, on its live) where the SMs
+       hold few rows in one wave; unconditional (ptxas issues them first) where many CTAs an SM come and go. */
+    static const struct { int64_t rows, cols; int early; } few[] = {
+        {512, 512, 1}, {1, 4096, 1}, {4 * 132, 4096, 1}, {4096, 512, 0}, {4096, 2048, 0}, {16384, 512, 0}};
+    for (size_t i = 0; i < sizeof few / sizeof few[0]; i++) {
+        req.rows = few[i].rows, req.cols = few[i].cols;
+        CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_REGISTER && p.batch <= 2 &&
+                  p.cols_early == few[i].early,
+              "add_rmsnorm %lldx%lld: batch %d, cols_early %d: %s", (long long)req.rows, (long long)req.cols, p.batch,
+              p.cols_early, p.why);
+        tn_strbuf_init(&sb, NULL);
+        tn_codegen(f, &a, &p, &sb);
+        const int behind = strstr(sb.data, "if (live && vi < NV) tn_vload(cc") ||
+                           strstr(sb.data, "if (live && vi < NV) tn_vload_ro(cc");
+        CHECK(strstr(sb.data, "vi < NV) tn_vload") && behind == few[i].early,
+              "add_rmsnorm %lldx%lld: the COL loads' predicate against cols_early %d", (long long)req.rows,
+              (long long)req.cols, p.cols_early);
+        tn_strbuf_free(&sb);
+    }
     /* The GPU tier's run_cols_early sets it on such register candidates (several rows a CTA, pipelined) past 2
        vectors a thread, where the generated code changes: they exist. */
     static const int64_t shapes[2][2] = {{257, 4096}, {65536, 2048}};
