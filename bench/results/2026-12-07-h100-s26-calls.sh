@@ -56,7 +56,8 @@ echo "done at $(( $(date +%s) - start )) s"
 # (2) the many-short-rows pipelined trials (devs/trialP1: the scheduler's threads a row, 1024-thread CTAs;
 # devs/trialP2: 4 vectors a thread, 512-thread CTAs; both from 64 rows an SM) as OLD against this tree as NEW:
 # new/old above 1 means the trial is faster; (3) the cluster start after the PDL wait (devs/latestart) as OLD;
-# (4) tunes at few rows of 8192 and many short rows.
+# (4) devs/trialT (two-level fusions spread over clusters from 8 KiB rows, not 16) as OLD; (5) tunes at few rows
+# of 8192 and softmax 512 x 65536.
 set -uo pipefail
 start=$(date +%s); cap=${CAP:-560}
 left() { echo $(( cap - ($(date +%s) - start) )); }
@@ -75,6 +76,10 @@ P=(rmsnorm:bf16:16384x512 rmsnorm:bf16:65536x512 rmsnorm:bf16:16384x1024 rmsnorm
    rmsnorm:bf16:9000x2560 layernorm:bf16:20000x768 rmsnorm:f32:16384x1024 add_rmsnorm:f16:16384x2048)
 CAP=100 bash bench/ab_code.sh devs/trialP1 "${P[@]}" > "$OUT/ab-trialP1.log" 2>&1; cat "$OUT/ab-trialP1.log"
 CAP=100 bash bench/ab_code.sh devs/trialP2 "${P[@]}" > "$OUT/ab-trialP2.log" 2>&1; cat "$OUT/ab-trialP2.log"
+F=(layernorm:bf16:1x8192 layernorm:bf16:8x8192 layernorm:bf16:32x8192 layernorm:bf16:1x6144 layernorm:bf16:16x10240
+   softmax:bf16:1x8192 softmax:bf16:8x8192 softmax:bf16:16x8192 softmax:bf16:1x5120 softmax:bf16:20x6144
+   layernorm:f16:4x8192 softmax:bf16:33x8192)
+CAP=60 bash bench/ab_code.sh devs/trialT "${F[@]}" > "$OUT/ab-trialT.log" 2>&1; cat "$OUT/ab-trialT.log"
 L=(rmsnorm:bf16:4096x131072 rmsnorm:bf16:512x131072 add_rmsnorm:bf16:512x65536 add_rmsnorm:bf16:4096x65536 softmax:bf16:4096x131072
    rmsnorm:bf16:16384x65536 rmsnorm:bf16:8x131072 rmsnorm:bf16:64x65536 add_rmsnorm:bf16:1x65536 layernorm:bf16:64x131072 softmax:bf16:64x65536)
 CAP=75 bash bench/ab_code.sh devs/latestart "${L[@]}" > "$OUT/ab-latestart.log" 2>&1; cat "$OUT/ab-latestart.log"
