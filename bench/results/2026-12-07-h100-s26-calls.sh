@@ -56,8 +56,9 @@ echo "done at $(( $(date +%s) - start )) s"
 # (2) the many-short-rows pipelined trials (devs/trialP1: the scheduler's threads a row, 1024-thread CTAs;
 # devs/trialP2: 4 vectors a thread, 512-thread CTAs; both from 64 rows an SM) as OLD against this tree as NEW:
 # new/old above 1 means the trial is faster; (3) the cluster start after the PDL wait (devs/latestart) as OLD;
-# (4) devs/trialT (two-level fusions spread over clusters from 8 KiB rows, not 16) as OLD; (5) tunes at few rows
-# of 8192 and softmax 512 x 65536.
+# (4) devs/trialT (two-level fusions spread over clusters from 8 KiB rows, not 16) and devs/trialW (few rows of up to
+# 128 vectors in one warp, 4 vectors a thread: warp-only reductions) as OLD; (5) tunes at few rows of 8192 and
+# softmax 512 x 65536.
 set -uo pipefail
 start=$(date +%s); cap=${CAP:-560}
 left() { echo $(( cap - ($(date +%s) - start) )); }
@@ -80,6 +81,10 @@ F=(layernorm:bf16:1x8192 layernorm:bf16:8x8192 layernorm:bf16:32x8192 layernorm:
    softmax:bf16:1x8192 softmax:bf16:8x8192 softmax:bf16:16x8192 softmax:bf16:1x5120 softmax:bf16:20x6144
    layernorm:f16:4x8192 softmax:bf16:33x8192)
 CAP=60 bash bench/ab_code.sh devs/trialT "${F[@]}" > "$OUT/ab-trialT.log" 2>&1; cat "$OUT/ab-trialT.log"
+W=(add_rmsnorm:bf16:1x512 add_rmsnorm:bf16:1x1024 add_rmsnorm:bf16:8x512 add_rmsnorm:bf16:8x1024 add_rmsnorm:bf16:64x1024
+   rmsnorm:bf16:1x1024 rmsnorm:bf16:1x768 rmsnorm:bf16:8x1024 rmsnorm:bf16:64x512 rmsnorm:bf16:512x1024 layernorm:bf16:1x1024
+   layernorm:bf16:8x512 softmax:bf16:1x1024 softmax:bf16:64x1024 add_rmsnorm:f16:32x896)
+CAP=55 bash bench/ab_code.sh devs/trialW "${W[@]}" > "$OUT/ab-trialW.log" 2>&1; cat "$OUT/ab-trialW.log"
 L=(rmsnorm:bf16:4096x131072 rmsnorm:bf16:512x131072 add_rmsnorm:bf16:512x65536 add_rmsnorm:bf16:4096x65536 softmax:bf16:4096x131072
    rmsnorm:bf16:16384x65536 rmsnorm:bf16:8x131072 rmsnorm:bf16:64x65536 add_rmsnorm:bf16:1x65536 layernorm:bf16:64x131072 softmax:bf16:64x65536)
 CAP=75 bash bench/ab_code.sh devs/latestart "${L[@]}" > "$OUT/ab-latestart.log" 2>&1; cat "$OUT/ab-latestart.log"
