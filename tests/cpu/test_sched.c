@@ -1401,18 +1401,19 @@ static void test_cols_early(tn_context *ctx) {
               (long long)req.cols, p.cols_early);
         tn_strbuf_free(&sb);
     }
-    /* The GPU tier's run_cols_early sets it on such register candidates (several rows a CTA, pipelined) past 2
-       vectors a thread, where the generated code changes: they exist. */
+    /* The GPU tier's run_cols_early sets it on such register candidates (several rows a CTA, pipelined), past 2
+       vectors a thread and at 2 or fewer: they exist. */
     static const int64_t shapes[2][2] = {{257, 4096}, {65536, 2048}};
-    for (int i = 0; i < 2; i++) {
-        req.rows = shapes[i][0], req.cols = shapes[i][1];
-        found = 0;
-        for (int k = 0, n = tn_schedule_candidates(&req, c, 1024); k < n; k++)
-            found += c[k].kind == TN_PLAN_REGISTER && c[k].batch > 2 && !c[k].peel &&
-                     (i ? c[k].pipeline : !c[k].pipeline && c[k].rows_per_cta > 1);
-        CHECK(found > 0, "add_rmsnorm %lldx%lld: no register candidate for run_cols_early", (long long)req.rows,
-              (long long)req.cols);
-    }
+    for (int i = 0; i < 2; i++)
+        for (int narrow = 0; narrow < 2; narrow++) {
+            req.rows = shapes[i][0], req.cols = shapes[i][1];
+            found = 0;
+            for (int k = 0, n = tn_schedule_candidates(&req, c, 1024); k < n; k++)
+                found += c[k].kind == TN_PLAN_REGISTER && (c[k].batch <= 2) == narrow && !c[k].peel &&
+                         (i ? c[k].pipeline : !c[k].pipeline && c[k].rows_per_cta > 1);
+            CHECK(found > 0, "add_rmsnorm %lldx%lld: no register candidate of %s 2 vectors for run_cols_early",
+                  (long long)req.rows, (long long)req.cols, narrow ? "at most" : "over");
+        }
     tn_fusion_destroy(f);
     tn_fusion_builtin(ctx, TN_BUILTIN_SOFTMAX, &o, &f);
     tn_analyze(f, &a);

@@ -559,8 +559,9 @@ static void run_cols_early(tn_context *ctx, int quick, int sm90) {
                 c.set = "cols_early", c.set_off = off, c.stages = v[i].stages, c.pipeline_grid = v[i].pipeline;
                 run_case(ctx, &c);
             }
-    /* Where the generated code changes only past 2 vectors a thread: tune's register candidates of several rows
-       a CTA and pipelined ones, at 3 or more vectors a thread, with cols_early set (the first of each). */
+    /* tune's register candidates of several rows a CTA and pipelined ones, with cols_early set (the first of each
+       at 2 vectors a thread or fewer, where it puts the COL loads on the row's live, and at 3 or more, where it
+       loads them with the row's at all): 257 rows leave the last CTA's rows partly dead. */
     static const struct { int64_t rows, cols; } w[] = {{257, 4096}, {65536, 2048}};
     static tn_plan_desc cand[1024];
     tn_device_props props;
@@ -574,11 +575,11 @@ static void run_cols_early(tn_context *ctx, int quick, int sm90) {
             tn_analyze(f, &a);
             tn_schedule_request req = {&a, w[i].rows, w[i].cols, 16, -1, &props};
             const int n = tn_schedule_candidates(&req, cand, 1024);
-            for (int want = 0; want < 2; want++) /* several rows a CTA, then pipelined */
+            for (int want = 0; want < 4; want++) /* several rows a CTA, then pipelined; past 2 vectors, then not */
                 for (int k = 0; k < n; k++) {
                     const tn_plan_desc *q = &cand[k];
-                    if (q->kind != TN_PLAN_REGISTER || q->batch <= 2 || q->peel ||
-                        (want ? !q->pipeline : q->pipeline || q->rows_per_cta < 2))
+                    if (q->kind != TN_PLAN_REGISTER || (q->batch <= 2) != (want >= 2) || q->peel ||
+                        (want % 2 ? !q->pipeline : q->pipeline || q->rows_per_cta < 2))
                         continue;
                     tn_plan_desc early = *q;
                     early.cols_early = 1;
