@@ -499,8 +499,9 @@ static void register_loads(gen *g, const row_index *x, int staged) {
                              "            %s\n"
                              "            if (%s%s) %s(cc%d[p], in%d + %svi * V);\n"
                              "            else tn_vzero(cc%d[p]);\n        }\n",
-                             k_dtype_code[n->dtype].storage, i, x->index, staged || !g->p->cols_early ? "" : "live && ", x->bound,
-                             col_loader(g), i, n->io_index, g->p->peel ? "H + " : "", i);
+                             k_dtype_code[n->dtype].storage, i, x->index,
+                             staged || !g->p->cols_early ? "" : "live && ", x->bound, col_loader(g), i, n->io_index,
+                             g->p->peel ? "H + " : "", i);
         if (!g->a->used[i] || !is_row_input(n)) continue;
         tn_strbuf_printf(g->sb, "        tn_vec<%s, V> bb%d[P];\n"
                                 "#pragma unroll\n        for (int p = 0; p < P; p++) {\n"
