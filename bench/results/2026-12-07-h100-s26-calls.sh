@@ -94,4 +94,12 @@ for a in "layernorm --rows 1 --cols 8192" "softmax --rows 8 --cols 8192" "softma
   timeout 58 $T tune --op $a > /tmp/tune.log 2>&1; echo "== tune $a (rc $?)"; head -9 /tmp/tune.log | cut -c1-200; grep -E "scheduler" /tmp/tune.log | head -2 | cut -c1-200
   { echo "== tune $a"; cat /tmp/tune.log; } >> "$OUT/tune.log"
 done
+# tune timed the scheduler's plan at add_rmsnorm 96 x 12288 at 5.30 us twice (sessions 23-24) where `run` times the
+# same plan at 4.32-4.40: run, then the plan replayed from JSON, then tune's line for it.
+if [ "$(left)" -gt 40 ]; then
+  $T run --op add_rmsnorm --rows 96 --cols 12288 | grep -E "time"
+  $T explain --op add_rmsnorm --rows 96 --cols 12288 --json | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["plan"]))' > /tmp/p96.json
+  $T run --op add_rmsnorm --rows 96 --cols 12288 --plan /tmp/p96.json | grep -E "time"
+  timeout 40 $T tune --op add_rmsnorm --rows 96 --cols 12288 2>&1 | grep -E "scheduler|^regret" | cut -c1-220
+fi
 echo "done at $(( $(date +%s) - start )) s"
