@@ -780,8 +780,9 @@ static int cluster_pick_lone(const tn_schedule_request *r, tn_plan_desc *p) {
 }
 
 /* Whether few rows (a cluster each) are streamed: over 3/8 of the SMs (few rows are under half), where clusters of
-   8 would leave the busiest SM half a row as clusters of 2 do (balance_many_rows spreads fewer): cluster_pick_streamed's clusters at one CTA an SM, the next
-   rows' slices streamed into two stages and the COL slices cached, rather than every row's cluster at once. tune,
+   8 would leave the busiest SM half a row as clusters of 2 do (balance_many_rows spreads fewer):
+   cluster_pick_streamed's clusters at one CTA an SM, the next rows' slices streamed into two stages and the COL
+   slices cached, rather than every row's cluster at once. tune,
    H100, bf16 (2026-12-07-h100-s25-tune.log): add_rmsnorm 64 x 65536 12.77 us over 4 x 512 x 4 streamed against
    14.01 at once over 2 x 512 x 8; rmsnorm 64 x 131072 13.10 against 15.09 over 8 x 128 x 16. A/B of the rule
    (-ab-trialC.log): 64 x 65536 13.05 against 13.98, rmsnorm 64 x 131072 13.84 against 15.41, layernorm 64 x
@@ -929,7 +930,7 @@ int tn_schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int force
     const int64_t idle_sms = d->sm_count > r->rows ? d->sm_count - r->rows : 0;
     const int enough_idle = idle_sms * TN_LONE_MIN_IDLE_SHARE >= (int64_t)d->sm_count;
     if (!cl && lone_short && enough_idle && a->num_stage_inputs > 1 && a->buffer_elem_bytes <= 2 * a->num_stage_inputs)
-        cl = cluster_pick_quarters(r, p); /* 16-bit ROW inputs */
+        cl = cluster_pick_quarters(r, p); /* ROW inputs of 2 bytes an element or fewer */
     if (!cl) cl = !forced && !few && !heavy ? cluster_pick_streamed(r, p, batch, 1) : 0;
     if (!cl && !forced && few && !heavy && few_rows_stream(r)) cl = cluster_pick_streamed_few(r, p);
     if (!cl) cl = cluster_pick(r, p, batch, heavy, few, must_carry);

@@ -1373,7 +1373,8 @@ static void test_cols_early(tn_context *ctx) {
         if (c[k].cols_early) {
             found++;
             CHECK(tn_plan_desc_check(&c[k], &a, &d, 16, err, sizeof err) &&
-                      (c[k].batch > 2 || req.rows <= TN_COLS_BEHIND_MAX_ROWS_AN_SM * d.sm_count) &&
+                      (c[k].batch > TN_COL_IN_REGISTERS_MAX_VECTORS ||
+                       req.rows <= TN_COLS_BEHIND_MAX_ROWS_AN_SM * d.sm_count) &&
                       c[k].grid >= 5 * (int64_t)c[k].cluster,
                   "cols_early candidate: %s", err);
         }
@@ -1388,8 +1389,8 @@ static void test_cols_early(tn_context *ctx) {
         {512, 512, 1}, {1, 4096, 1}, {4 * 132, 4096, 1}, {4096, 512, 0}, {4096, 2048, 0}, {16384, 512, 0}};
     for (size_t i = 0; i < sizeof few / sizeof few[0]; i++) {
         req.rows = few[i].rows, req.cols = few[i].cols;
-        CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_REGISTER && p.batch <= 2 &&
-                  p.cols_early == few[i].early,
+        CHECK(tn_schedule(&req, &p, err, sizeof err) && p.kind == TN_PLAN_REGISTER &&
+                  p.batch <= TN_COL_IN_REGISTERS_MAX_VECTORS && p.cols_early == few[i].early,
               "add_rmsnorm %lldx%lld: batch %d, cols_early %d: %s", (long long)req.rows, (long long)req.cols, p.batch,
               p.cols_early, p.why);
         tn_strbuf_init(&sb, NULL);
@@ -1409,8 +1410,8 @@ static void test_cols_early(tn_context *ctx) {
             req.rows = shapes[i][0], req.cols = shapes[i][1];
             found = 0;
             for (int k = 0, n = tn_schedule_candidates(&req, c, 1024); k < n; k++)
-                found += c[k].kind == TN_PLAN_REGISTER && (c[k].batch <= 2) == narrow && !c[k].peel &&
-                         (i ? c[k].pipeline : !c[k].pipeline && c[k].rows_per_cta > 1);
+                found += c[k].kind == TN_PLAN_REGISTER && (c[k].batch <= TN_COL_IN_REGISTERS_MAX_VECTORS) == narrow &&
+                         !c[k].peel && (i ? c[k].pipeline : !c[k].pipeline && c[k].rows_per_cta > 1);
             CHECK(found > 0, "add_rmsnorm %lldx%lld: no register candidate of %s 2 vectors for run_cols_early",
                   (long long)req.rows, (long long)req.cols, narrow ? "at most" : "over");
         }

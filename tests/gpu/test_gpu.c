@@ -578,7 +578,8 @@ static void run_cols_early(tn_context *ctx, int quick, int sm90) {
             for (int want = 0; want < 4; want++) /* several rows a CTA, then pipelined; past 2 vectors, then not */
                 for (int k = 0; k < n; k++) {
                     const tn_plan_desc *q = &cand[k];
-                    if (q->kind != TN_PLAN_REGISTER || (q->batch <= 2) != (want >= 2) || q->peel ||
+                    const int narrow = q->batch <= TN_COL_IN_REGISTERS_MAX_VECTORS;
+                    if (q->kind != TN_PLAN_REGISTER || narrow != (want >= 2) || q->peel ||
                         (want % 2 ? !q->pipeline : q->pipeline || q->rows_per_cta < 2))
                         continue;
                     tn_plan_desc early = *q;
