@@ -89,7 +89,7 @@ struct gen {
     int first_phase, last_phase; /* the phase being emitted is the first / last to read the row */
     int carry;                 /* carried values are kept in kv<k>[P][V] (the plan's carry, a storage that keeps the row) */
     int released;              /* the stage was handed back before the row group's end (ring, staged cluster) */
-    int uneven;                /* cluster: the last CTA's slice is shorter (NVL a run-time value, copies sized by it) */
+    int uneven;                /* cluster: the last CTA's slice is shorter, or peeled (NVL a run-time value, copies sized by it) */
     int online_pass;           /* the second pass of an online pair's phase: its max is the thread's own (ml<k>) */
     int storing_early;         /* the first phase's first pass: it stores the early outputs too */
     unsigned char early[TN_MAX_IO]; /* ROW output o is stored in the first phase (early_output) */
@@ -478,12 +478,19 @@ static void peel_row(gen *g) {
     const char *t = is_output ? "out" : "in";
     tn_strbuf_printf(g->sb,
                      "        const int H = live ? tn_head(%s%d + row * %s%d_ld) : 0;  // elements before the row's "
-                     "first 16-byte boundary\n"
-                     "        const int NVB = (N - H) / V, NX = N - NVB * V;  // whole vectors from there; elements "
-                     "outside them\n"
-                     "        const int xc = tr < H ? tr : NVB * V + tr;  // the column of the one thread tr < NX takes\n"
-                     "        (void)xc;\n",
+                     "first 16-byte boundary\n",
                      t, best, t, best);
+    if (g->p->kind == TN_PLAN_CLUSTER) /* the first CTA takes the elements outside; each its slice of the vectors */
+        tn_strbuf_append(g->sb,
+                         "        const int NVB = (N - H) / V, NX = rank == 0 ? N - NVB * V : 0;  // whole vectors from "
+                         "there; elements outside them (the first CTA's)\n"
+                         "        const int NVL = (int)rank + 1 < CL ? NVC : NVB - (CL - 1) * NVC;  // this CTA's slice of "
+                         "them\n");
+    else
+        tn_strbuf_append(g->sb, "        const int NVB = (N - H) / V, NX = N - NVB * V;  // whole vectors from there; "
+                                "elements outside them\n");
+    tn_strbuf_append(g->sb, "        const int xc = tr < H ? tr : NVB * V + tr;  // the column of the one thread tr < NX takes\n"
+                            "        (void)xc;\n");
 }
 
 static void register_loads(gen *g, const row_index *x, int staged) {
@@ -586,7 +593,10 @@ static void registers_setup(gen *g) {
     register_loads(g, row_of(g), 0);
 }
 static void registers_loop(gen *g, int output_phase) { register_loop(g, output_phase, row_of(g)); }
-static void slice_setup(gen *g) { register_loads(g, slice_index(g), 0); }
+static void slice_setup(gen *g) {
+    if (g->p->peel) peel_row(g);
+    register_loads(g, slice_index(g), 0);
+}
 static void slice_loop(gen *g, int output_phase) { register_loop(g, output_phase, slice_index(g)); }
 static void registers_col_fetch(gen *g, int k, const char *ind) {
     if (!cols_in_registers(g)) {
@@ -963,7 +973,14 @@ static void cluster_cache_cols(gen *g) {
    cluster takes the same row groups, so all take part in every reduction. */
 static void cluster_open(gen *g) {
     cta_rows(g);
-    if (g->uneven) { /* CTAs 0 to CL - 2 take NVC vectors each, the last the rest */
+    if (g->uneven && g->p->peel) { /* as below, NVL each row's (peel_row): its vectors start at its boundary */
+        tn_strbuf_printf(g->sb, "    constexpr int CL = %d, NVC = %lld;  // a slice's vectors (the last CTA's fewer)\n"
+                                "    const unsigned rank = tn_cluster_rank();\n"
+                                "    const int VB = (int)rank * NVC;  // this CTA's slice of every row's vectors\n"
+                                "    constexpr int PF = ((N - V + 1) / V - (CL - 1) * NVC) / T;  // vectors a thread takes "
+                                "in every slice of every row\n",
+                         g->p->cluster, (long long)slice_vectors(g));
+    } else if (g->uneven) { /* CTAs 0 to CL - 2 take NVC vectors each, the last the rest */
         tn_strbuf_printf(g->sb, "    constexpr int CL = %d, NVC = %lld;  // a slice's vectors (the last CTA's fewer)\n"
                                 "    const unsigned rank = tn_cluster_rank();\n"
                                 "    const int NVL = (int)rank + 1 < CL ? NVC : NV - (CL - 1) * NVC;  // this CTA's\n"
@@ -1132,7 +1149,7 @@ void tn_codegen(const tn_fusion *f, const tn_analysis *a, const tn_plan_desc *p,
                                                                                : kc->storage;
     gen g = {f, a, p, sb, storage, kc->skeleton, 0, {0}, 0, 0, 0, 0};
     g.carry = p->carry && tn_plan_carry_floats(p, 1) && a->num_carried;
-    g.uneven = p->kind == TN_PLAN_CLUSTER && (p->cols / p->vec) % p->cluster != 0;
+    g.uneven = p->kind == TN_PLAN_CLUSTER && ((p->cols / p->vec) % p->cluster != 0 || p->peel);
     find_early_outputs(&g); /* by the kernel's own storage: the peeled element's (k_outside) follows it */
     for (int i = 0; i < f->num_nodes; i++) {
         const tn_node *n = &f->nodes[i];

@@ -103,7 +103,7 @@ static int cluster_ctas_per_sm(const tn_schedule_request *r, const tn_plan_desc 
 static int cluster_layout(const tn_schedule_request *r, tn_plan_desc *p, int cl, int t, int slice_in_regs) {
     const int64_t nv = p->cols / p->vec, nvl = tn_cluster_slice_vectors(nv, cl);
     if (cl > tn_max_cluster(r->props->cc_major) || (r->max_cluster && cl > r->max_cluster) ||
-        !tn_cluster_slices_fit(nv, cl) || t < 32 ||
+        !(p->peel ? tn_cluster_peeled_slices_fit(p->cols, p->vec, cl) : tn_cluster_slices_fit(nv, cl)) || t < 32 ||
         t > r->props->max_threads_per_block)
         return 0;
     const int batch = (int)ceil_div(nvl, t);
@@ -835,6 +835,41 @@ static int cluster_pick_quarters(const tn_schedule_request *r, tn_plan_desc *p) 
     return 0;
 }
 
+/* Rows too long for one CTA's registers whose length leaves vec below one 16-byte access of the narrowest
+   tensor (odd N): split over a cluster as cluster_pick splits an aligned row,
+   peeled (plan field peel, as the register plan does for shorter rows): each row's vectors from its first 16-byte
+   boundary, cut into the same slices, the last CTA's the rest, and the at most 2 vec - 2 elements outside them
+   taken one a thread by the first CTA. In registers only, as the stages' bulk copies, the L2 prefetch and the
+   COL cache are sized by a slice's place in an aligned row; so without carry (the outside elements have no
+   slots): heavy fusions evaluate their special functions again in the later phase. The alternative is every
+   access one element wide for the whole row (session 26's audit: rmsnorm 2000 x 65537 over clusters of 4 x 512
+   x 33 at vec 1, softmax 2000 x 65537 looped at vec 1), which issue 9 rules out. Returns the cluster size, 0
+   (p untouched) where none fits. */
+static int peeled_cluster(const tn_schedule_request *r, tn_plan_desc *p, int heavy, int few) {
+    const tn_analysis *a = r->analysis;
+    const int full = 16 / a->min_row_elem_size;
+    /* Rows narrowed by their alignment alone (views that start mid-row) keep their narrower vectors, as
+       measured (uneven slices, few-row clusters). */
+    if (r->no_peel || p->vec >= full || r->cols % full == 0 || r->cols < 4 * full) return 0;
+    tn_plan_desc q = *p;
+    q.vec = full;
+    q.peel = 1;
+    q.align_bytes = 1; /* element alignment: the vectors start at each row's boundary, found at run time */
+    /* At most TN_REG_BATCH_LONG vectors a thread past few rows: a peeled slice's COL vectors load element by
+       element (NVRTC, rmsnorm bf16 2000 x 65537 over 2 CTAs of 256 x 16: 255 registers, one CTA an SM; 512 x 8:
+       126, 16 warps an SM). */
+    const int cl = cluster_pick(r, &q, slice_batch(a, few ? TN_CLUSTER_FEW_BATCH : TN_REG_BATCH_LONG), heavy, few, 0);
+    if (!cl) return 0;
+    *p = q;
+    tn_why(p, "cluster, peeled: each row split over %d CTAs of %d threads, %d vectors of %d elements each from the "
+           "row's first 16-byte boundary held in registers, the at most %d elements outside them one a thread in "
+           "the first CTA; reductions meet through distributed shared memory", cl, p->threads_per_row, p->batch,
+           full, 2 * full - 2);
+    why_persistent_clusters(p);
+    why_ctas_per_sm(p, a);
+    return cl;
+}
+
 int tn_schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int forced, char *err, size_t cap) {
     const tn_analysis *a = r->analysis;
     const tn_device_props *d = r->props;
@@ -865,6 +900,7 @@ int tn_schedule_cluster(const tn_schedule_request *r, tn_plan_desc *p, int force
         REJECT("the register plan holds the row in %d-byte vectors from each row's first 16-byte boundary (peel); a "
                "cluster would take it in %d-byte accesses", reg.vec * a->min_row_elem_size,
                p->vec * a->min_row_elem_size);
+    if (!forced && !one_cta && peeled_cluster(r, p, heavy, few)) return 1;
     /* Over a quarter of the SMs in rows, two levels' pair plan before the spread (H100, layernorm 66 x 28672:
        5.04 us over the pair's clusters of 2 x 256, 5.59-5.63 spread over 4 x 128). */
     if (!forced && !few && one_cta && r->rows * 4 > d->sm_count && pair_for_levels(r, &reg, p)) return 1;
@@ -1022,6 +1058,9 @@ int tn_check_cluster(const tn_plan_desc *p, const tn_analysis *a, const tn_devic
     if (!tn_cluster_slices_fit(nv, p->cluster))
         REJECT("plan: cluster %d must be 2 to %d CTAs, each a slice of at least one whole vector (%lld vectors a row)",
                p->cluster, tn_max_cluster(d->cc_major), (long long)nv);
+    if (p->peel && !tn_cluster_peeled_slices_fit(p->cols, p->vec, p->cluster))
+        REJECT("plan: peeled, a row has %lld vectors from its first 16-byte boundary at the latest boundary, too few "
+               "for the last of %d CTAs to take one", (long long)((p->cols - p->vec + 1) / p->vec), p->cluster);
     if (p->rows_per_cta != 1) REJECT("plan: a cluster plan takes one row per cluster");
     if (p->grid > p->rows * p->cluster)
         REJECT("plan: grid %lld is more than a cluster of %d for each of the %lld rows", (long long)p->grid, p->cluster,
@@ -1149,6 +1188,21 @@ int tn_candidates_cluster(const tn_schedule_request *r, const tn_plan_desc *base
                 /* ... also compiled for as many CTAs an SM as shared memory and threads allow (the scheduler's). */
                 if (n < cap && (q.ctas_per_sm = shared_slice_bound(r, &q))) out[n++] = q;
             }
+        }
+    /* Rows whose vec the length narrowed (odd N): every cluster size again peeled (peeled_cluster's
+       vectors from each row's first 16-byte boundary), the slices in registers, as persistent clusters and as a
+       cluster a row in waves. */
+    const int full = 16 / r->analysis->min_row_elem_size;
+    for (int cl = 2; cl <= TN_MAX_CLUSTER && !r->no_peel && r->cols % full && r->cols >= 4 * full; cl *= 2)
+        for (int t = 32; t <= 1024 && n < cap; t *= 2) {
+            tn_plan_desc p = *base;
+            p.vec = full, p.peel = 1, p.align_bytes = 1;
+            if (ceil_div(tn_cluster_slice_vectors(p.cols / p.vec, cl), t) > 32 || !cluster_shape(r, &p, cl, t)) continue;
+            out[n++] = p;
+            tn_plan_desc q = p;
+            q.grid = base->rows * cl;
+            q.ctas_per_sm = slice_ctas_an_sm(r, &p) >= 2 ? (int)slice_ctas_an_sm(r, &p) : 0;
+            if (n < cap && q.grid != p.grid && q.grid <= 0x7fffffff) out[n++] = q;
         }
     /* Rows whose re-read inputs take 128 KiB or more (l2_slice_shape): every cluster size again with the slices
        left in global memory, each phase streaming its slice from L2 (l2_slice; the scheduler's only past what a

@@ -251,6 +251,13 @@ int64_t tn_plan_l2_resident_rows(const tn_analysis *a, const tn_device_props *d,
     return rows < 1 ? 1 : rows;
 }
 
+/* A peeled row's vectors start at its own first 16-byte boundary, found at run time: the plans that load them
+   with plain vector loads (no bulk copy, prefetch or cache sized by a slice's place in the row). */
+int tn_plan_peel_kind(const tn_plan_desc *p) {
+    return p->kind == TN_PLAN_REGISTER || (p->kind == TN_PLAN_CLUSTER && !p->stages && !p->shared_slice &&
+                                           !p->col_cache && !p->prefetch && !p->l2_slice);
+}
+
 int tn_plan_early_l2_kind(const tn_plan_desc *p) { return p->kind == TN_PLAN_REGISTER || p->kind == TN_PLAN_CLUSTER; }
 
 int tn_plan_early_stores_kind(const tn_plan_desc *p) {
@@ -274,6 +281,11 @@ int64_t tn_cluster_slice_vectors(int64_t nv, int cluster) { return cluster > 0 ?
 
 int tn_cluster_slices_fit(int64_t nv, int cluster) {
     return cluster >= 2 && nv > (cluster - 1) * tn_cluster_slice_vectors(nv, cluster);
+}
+
+int tn_cluster_peeled_slices_fit(int64_t cols, int vec, int cluster) {
+    const int64_t nv = cols / vec, fewest = (cols - vec + 1) / vec;
+    return tn_cluster_slices_fit(nv, cluster) && fewest > (cluster - 1) * tn_cluster_slice_vectors(nv, cluster);
 }
 
 int tn_plan_access_align(const tn_plan_desc *p, int size) {
@@ -344,11 +356,12 @@ int tn_plan_desc_check(const tn_plan_desc *p, const tn_analysis *a, const tn_dev
     if (p->shared_slice != 0 && (p->shared_slice != 1 || p->kind != TN_PLAN_CLUSTER || p->carry))
         REJECT("plan: shared_slice %d must be 0, or 1 in a cluster plan without carry (its phases read the slice "
                "again)", p->shared_slice);
-    if (p->peel != 0 && (p->peel != 1 || p->kind != TN_PLAN_REGISTER || p->carry || p->vec < 2 ||
+    if (p->peel != 0 && (p->peel != 1 || !tn_plan_peel_kind(p) || p->carry || p->vec < 2 ||
                          p->vec * a->min_row_elem_size != 16 || p->threads_per_row < 2 * p->vec - 2 ||
                          p->cols < p->vec))
-        REJECT("plan: peel %d must be 0, or 1 in a register plan without carry whose vec %d is one 16-byte access of "
-               "the narrowest tensor (%d bytes), at most cols %lld, and whose threads_per_row %d take the 2 vec - 2 "
+        REJECT("plan: peel %d must be 0, or 1 in a register plan or a cluster plan whose slice is in registers (no "
+               "stages, col_cache, prefetch or l2_slice), without carry, whose vec %d is one 16-byte access of the "
+               "narrowest tensor (%d bytes), at most cols %lld, and whose threads_per_row %d take the 2 vec - 2 "
                "elements outside the vectors", p->peel, p->vec, a->min_row_elem_size, (long long)p->cols,
                p->threads_per_row);
     if (p->col_cache != 0 && (p->col_cache != 1 || p->kind != TN_PLAN_CLUSTER || !a->col_elem_bytes))

@@ -110,6 +110,10 @@ int64_t tn_plan_l2_resident_rows(const tn_analysis *a, const tn_device_props *d,
 /* Whether p's kind and fields let it reduce online pairs (plan field `online`): register, tma and cluster plans
    without peel or pipeline. */
 int tn_plan_online_kind(const tn_plan_desc *p);
+/* Whether p's kind and fields let it peel (plan field `peel`: vectors from each row's first 16-byte boundary, found
+   at run time): register plans and cluster plans whose slice is loaded into registers by plain vector loads (no
+   stages, col_cache, prefetch or l2_slice). */
+int tn_plan_peel_kind(const tn_plan_desc *p);
 /* Whether p's kind lets it prefetch its first row group before the PDL wait (plan field `early_l2`): register and
    cluster plans. */
 int tn_plan_early_l2_kind(const tn_plan_desc *p);
@@ -171,6 +175,10 @@ int64_t tn_cluster_slice_vectors(int64_t nv, int cluster);
 /* Whether a row of nv vectors splits so over `cluster` CTAs (2 or more):
    every CTA a slice of at least one vector. */
 int tn_cluster_slices_fit(int64_t nv, int cluster);
+/* ... and every peeled row's too: a row of cols elements whose vectors of vec start at its first 16-byte boundary
+   has cols / vec of them at a boundary, (cols - vec + 1) / vec at the latest one; the slices are cut from the
+   first count, the last CTA's is the rest, and takes at least one vector in every row. */
+int tn_cluster_peeled_slices_fit(int64_t cols, int vec, int cluster);
 /* Alignment (bytes, at most 16) the plan's widest access of an element of size
    bytes needs. */
 int tn_plan_access_align(const tn_plan_desc *p, int size);

@@ -653,6 +653,33 @@ static void check_one_warp_cluster(tn_context *ctx) {
     tn_fusion_destroy(f);
 }
 
+/* The scheduler's plan for odd rows too long for one CTA (peeled_cluster): a cluster plan peeled to one 16-byte
+   access of the narrowest tensor, compiled without spills; its source finds each row's boundary, cuts the slices
+   from it (the last CTA's length a run-time value) and lets the first CTA take the elements outside them. */
+static void compile_peeled_cluster(tn_context *ctx, tn_builtin op, tn_dtype dt, int64_t m, int64_t n, int *count) {
+    tn_builtin_options o = {dt, dt, dt, 0};
+    tn_fusion *f = NULL;
+    tn_plan *plan = NULL;
+    tn_plan_options po = {0, NULL, NULL};
+    tn_fusion_builtin(ctx, op, &o, &f);
+    CHECK(tn_plan_create(ctx, f, m, n, &po, &plan) == TN_STATUS_OK, "peeled %s %lldx%lld: %s", tn_builtin_name(op),
+          (long long)m, (long long)n, tn_context_last_error(ctx));
+    char *json = plan ? test_describe(plan, TN_DESCRIBE_JSON) : NULL;
+    char *src = plan ? test_describe(plan, TN_DESCRIBE_SOURCE) : NULL;
+    tn_resources r = {0};
+    if (plan) tn_plan_resources(plan, &r);
+    CHECK(json && strstr(json, "\"kind\": \"cluster\"") && strstr(json, "\"peel\": 1") && src &&
+              strstr(src, "NX = rank == 0 ? N - NVB * V : 0") && strstr(src, "NVC : NVB - (CL - 1) * NVC") &&
+              strstr(src, "H + vi * V") && r.spill_store_bytes == 0 && r.spill_load_bytes == 0 && r.stack_bytes == 0,
+          "peeled %s %s %lldx%lld: a peeled cluster plan without spills (%d bytes): %s", tn_builtin_name(op),
+          tn_dtype_name(dt), (long long)m, (long long)n, r.spill_store_bytes, json ? json : "(none)");
+    *count += plan != NULL;
+    free(json);
+    free(src);
+    tn_plan_destroy(plan);
+    tn_fusion_destroy(f);
+}
+
 void test_compile(void) {
     tn_context *ctx = test_context();
     static const int64_t rows[] = {1, 8, 64, 512, 4096, 16384, 65536};
@@ -796,6 +823,13 @@ void test_compile(void) {
         if (op != TN_BUILTIN_SOFTMAX) compile_shared_slices(ctx, (tn_builtin)op, TN_DTYPE_BF16, 4096, 100008, 1, &plans);
         compile_prefetch(ctx, (tn_builtin)op, 4096, 131080, &plans);
     }
+    /* Odd rows too long for one CTA: peeled clusters, few rows and many, 16- and 32-bit. */
+    static const struct { tn_dtype dt; int64_t m, n; } peeled[] = {
+        {TN_DTYPE_BF16, 2000, 65537}, {TN_DTYPE_BF16, 1, 65537}, {TN_DTYPE_BF16, 64, 100001},
+        {TN_DTYPE_F16, 1000, 131073}, {TN_DTYPE_F32, 512, 65537}, {TN_DTYPE_BF16, 4096, 262145}};
+    for (int op = 0; op < TN_BUILTIN_COUNT; op++)
+        for (size_t i = 0; i < sizeof peeled / sizeof peeled[0]; i++)
+            compile_peeled_cluster(ctx, (tn_builtin)op, peeled[i].dt, peeled[i].m, peeled[i].n, &plans);
     compile_carry(ctx, TN_DTYPE_BF16, 4096, 131080, "cluster", &plans);
     check_uneven_source(ctx);
     for (int op = 0; op < TN_BUILTIN_COUNT; op++) {

@@ -13,9 +13,12 @@ static void check_invariants(const tn_plan_desc *p, const tn_analysis *a, const 
     char err[320];
     CHECK(tn_plan_desc_check(p, a, d, align, err, sizeof err), "%s: %s", what, err);
     CHECK(p->cols % p->vec == 0 || p->peel, "%s: vec %d does not divide N", what, p->vec);
-    /* Peeled: a register plan of one 16-byte access of the narrowest tensor, enough threads for the elements
+    /* Peeled: a register plan, or a cluster plan whose slices are loaded into registers (no stages, COL cache,
+       prefetch or L2 slices), of one 16-byte access of the narrowest tensor, enough threads for the elements
        outside the vectors, no carry; only where the plain vector would be narrower. */
-    CHECK(!p->peel || (p->kind == TN_PLAN_REGISTER && p->vec * a->min_row_elem_size == 16 && !p->carry &&
+    CHECK(!p->peel || (tn_plan_peel_kind(p) && (p->kind == TN_PLAN_REGISTER || p->kind == TN_PLAN_CLUSTER) &&
+                       !p->stages && !p->col_cache && !p->prefetch && !p->l2_slice && !p->shared_slice &&
+                       p->vec * a->min_row_elem_size == 16 && !p->carry &&
                        p->threads_per_row >= 2 * p->vec - 2 && p->align_bytes == 1 &&
                        (p->cols % p->vec || align < 16 || strstr(what, "candidate"))),
           "%s: peel with vec %d, %d threads, carry %d, align %d", what, p->vec, p->threads_per_row, p->carry,
@@ -1735,6 +1738,116 @@ static void test_ragged(tn_context *ctx) {
     }
 }
 
+/* Peeled clusters (peeled_cluster): the kernel's index map brute-forced for every offset H of a row's first 16-byte
+   boundary: CTA `rank` takes vectors VB + vl of the NVB = (N - H) / V from there (vl = p T + tr, p < PF or vl <
+   NVL), the first CTA's threads tr < NX the columns outside them; every column exactly once. Then the scheduler:
+   odd rows too long for one CTA take a peeled cluster plan in registers (16-byte vectors, no stages, COL cache,
+   prefetch or carry), for every built-in, dtype and row count; rows one CTA holds keep the peeled register plan;
+   JSON plans that peel a cluster with stages or a COL cache are refused. */
+static void test_peeled_clusters(tn_context *ctx) {
+    static unsigned char seen[40000];
+    long long maps = 0;
+    for (int n = 57; n < 40000; n += 1 + n / 16)
+        for (int cl = 2; cl <= TN_MAX_CLUSTER; cl *= 2)
+            for (int t = 32; t <= 1024; t *= 4) {
+                const int v = 8;
+                if (!tn_cluster_peeled_slices_fit(n, v, cl)) continue;
+                const int nvc = (int)tn_cluster_slice_vectors(n / v, cl), pp = (nvc + t - 1) / t;
+                const int pf = ((n - v + 1) / v - (cl - 1) * nvc) / t;
+                for (int h = 0; h < v; h++) {
+                    const int nvb = (n - h) / v;
+                    int bad = pf < 0 || pf > pp;
+                    memset(seen, 0, (size_t)n);
+                    for (int rank = 0; rank < cl; rank++) {
+                        const int nvl = rank + 1 < cl ? nvc : nvb - (cl - 1) * nvc, nx = rank == 0 ? n - nvb * v : 0;
+                        bad |= nvl < 1 || nx > t;
+                        for (int p = 0; p < pp; p++)
+                            for (int tr = 0; tr < t; tr++) {
+                                const int vl = p * t + tr;
+                                if (!(p < pf || vl < nvl)) continue;
+                                if (vl >= nvl || vl >= nvc) bad = 1;
+                                else
+                                    for (int e = 0; e < v; e++) seen[h + (rank * nvc + vl) * v + e]++;
+                            }
+                        for (int tr = 0; tr < nx; tr++) seen[tr < h ? tr : nvb * v + tr]++;
+                    }
+                    for (int c = 0; c < n; c++) bad |= seen[c] != 1;
+                    CHECK(!bad, "peeled index map: %d columns, head %d, over %d CTAs of %d threads", n, h, cl, t);
+                    maps++;
+                }
+            }
+    CHECK(maps > 1000, "%lld peeled index maps", maps);
+    CHECK(!tn_cluster_peeled_slices_fit(65, 8, 8) && tn_cluster_peeled_slices_fit(65537, 8, 8) &&
+              !tn_cluster_peeled_slices_fit(121, 8, 8) && tn_cluster_peeled_slices_fit(127, 8, 8),
+          "a peeled row's last slice is at least one vector at every head");
+    static const char *targets[] = {"h100", "h200"};
+    static const tn_dtype dts[] = {TN_DTYPE_BF16, TN_DTYPE_F16, TN_DTYPE_F32};
+    static const int64_t cols[] = {65537, 65538, 100001, 131073, 200003};
+    static const int64_t rows[] = {1, 3, 64, 1000, 2000, 10000};
+    int peeled = 0;
+    for (int ti = 0; ti < 2; ti++) {
+        tn_device_props d;
+        tn_device_props_for_target(targets[ti], &d);
+        for (int op = 0; op < TN_BUILTIN_COUNT; op++)
+            for (int di = 0; di < 3; di++) {
+                tn_builtin_options o = {dts[di], dts[di], dts[di], 0};
+                tn_fusion *f = NULL;
+                tn_fusion_builtin(ctx, (tn_builtin)op, &o, &f);
+                tn_analysis a;
+                tn_analyze(f, &a);
+                for (size_t ci = 0; ci < sizeof cols / sizeof cols[0]; ci++)
+                    for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++) {
+                        if (dts[di] == TN_DTYPE_F32 && cols[ci] > 131073) continue;
+                        tn_schedule_request req = {&a, rows[ri], cols[ci], 16, -1, &d};
+                        tn_plan_desc p;
+                        char err[320], what[96];
+                        const int ok = tn_schedule(&req, &p, err, sizeof err);
+                        snprintf(what, sizeof what, "%s %s %s %lldx%lld", targets[ti], tn_builtin_name((tn_builtin)op),
+                                 tn_dtype_name(dts[di]), (long long)rows[ri], (long long)cols[ci]);
+                        CHECK(ok && p.kind == TN_PLAN_CLUSTER && p.peel && p.vec * a.min_row_elem_size == 16 &&
+                                  !p.stages && !p.col_cache && !p.prefetch && !p.carry && !p.l2_slice &&
+                                  strstr(p.why, "cluster, peeled"),
+                              "%s: a peeled cluster plan in registers: %s", what, ok ? p.why : err);
+                        if (ok) check_invariants(&p, &a, &d, 16, what);
+                        peeled += ok && p.peel;
+                        /* Not where the tensors are at different offsets from a 16-byte boundary. */
+                        req.no_peel = 1;
+                        CHECK(tn_schedule(&req, &p, err, sizeof err) && !p.peel, "%s, no_peel: %s", what, p.why);
+                    }
+                tn_fusion_destroy(f);
+            }
+    }
+    tn_device_props d;
+    tn_device_props_for_target("h100", &d);
+    tn_builtin_options o = {TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0};
+    tn_fusion *f = NULL;
+    tn_fusion_builtin(ctx, TN_BUILTIN_LAYERNORM, &o, &f);
+    tn_analysis a;
+    tn_analyze(f, &a);
+    tn_plan_desc p;
+    char err[320];
+    tn_schedule_request held = {&a, 64, 12289, 16, -1, &d}, odd = {&a, 2000, 65537, 16, -1, &d};
+    CHECK(tn_schedule(&held, &p, err, sizeof err) && p.kind == TN_PLAN_REGISTER && p.peel, "layernorm 64x12289: %s",
+          p.why);
+    CHECK(tn_schedule(&odd, &p, err, sizeof err) && p.kind == TN_PLAN_CLUSTER && p.peel, "layernorm 2000x65537: %s",
+          p.why);
+    tn_plan_desc bad = p;
+    bad.stages = 1;
+    bad.smem_bytes = (int)tn_cluster_dynamic_smem(&a, &bad);
+    CHECK(!tn_plan_desc_check(&bad, &a, &d, 1, err, sizeof err) && strstr(err, "peel"), "peel with stages: %s", err);
+    bad = p;
+    bad.col_cache = 1;
+    bad.smem_bytes = (int)tn_cluster_dynamic_smem(&a, &bad);
+    CHECK(!tn_plan_desc_check(&bad, &a, &d, 1, err, sizeof err) && strstr(err, "peel"), "peel with col_cache: %s", err);
+    bad = p;
+    bad.cols = 121; /* slices of 2 of its 15 vectors, 14 at the latest boundary: none left for the last of 8 CTAs */
+    bad.cluster = 8;
+    bad.grid = 8;
+    CHECK(!tn_plan_desc_check(&bad, &a, &d, 1, err, sizeof err), "peel over 8 CTAs at 71 columns: refused");
+    tn_fusion_destroy(f);
+    printf("sched peeled clusters: %lld index maps, %d plans\n", maps, peeled);
+}
+
 void test_sched(void) {
     tn_context *ctx = test_context();
     test_candidates(ctx);
@@ -1745,6 +1858,7 @@ void test_sched(void) {
     test_json_forms();
     test_register_split();
     test_uneven_slices(ctx);
+    test_peeled_clusters(ctx);
     test_pipeline(ctx);
     test_cols_early(ctx);
     test_early_l2(ctx);

@@ -345,6 +345,43 @@ static void run_peeled(tn_context *ctx, int quick) {
                     }
 }
 
+/* Peeled clusters (odd rows too long for one CTA, peeled_cluster): the scheduler's plan, which must peel, over
+   few rows and many; then every tensor shifted by the widest element (each row at another head), the outputs alone
+   shifted (the tensors disagree: the unpeeled plan beside it runs), rows padded by an odd number of elements,
+   in place, f16 with statistics, f32, f32 weight and outputs beside bf16 rows, an f8 output. */
+static void run_peeled_clusters(tn_context *ctx, int quick) {
+    static const int64_t shapes[][2] = {{1, 65537}, {3, 100001}, {64, 65537}, {1000, 65537}, {257, 131073},
+                                        {2000, 65538}};
+    for (int op = 0; op < TN_BUILTIN_COUNT; op++) {
+        for (int i = 0; i < 6; i++) {
+            if (quick && i % 2) continue;
+            gpu_case c = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, shapes[i][0], shapes[i][1],
+                          NULL, 0, 0};
+            c.sched_has = "\"peel\": 1";
+            run_case(ctx, &c);
+        }
+        if (quick) continue;
+        const int stats = op != TN_BUILTIN_SOFTMAX;
+        gpu_case v[] = {
+            {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 300, 65537, NULL, 0, 2},
+            {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 300, 65537, NULL, 3, 0},
+            {(tn_builtin)op, TN_DTYPE_F16, TN_DTYPE_F16, TN_DTYPE_F16, stats, 64, 100001, NULL, 0, 0},
+            {(tn_builtin)op, TN_DTYPE_F32, TN_DTYPE_F32, TN_DTYPE_F32, 0, 100, 65537, NULL, 0, 4},
+            {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_F32, TN_DTYPE_F32, stats, 33, 65537, NULL, 0, 0},
+            {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_F8E4M3, 0, 5, 99999, NULL, 0, 0}};
+        for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
+            v[k].sched_has = "\"peel\": 1";
+            run_case(ctx, &v[k]);
+        }
+        gpu_case outs = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 200, 65537, NULL, 0, 0};
+        outs.out_offset = 2;
+        run_case(ctx, &outs);
+        gpu_case in = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 1000, 65537, NULL, 0, 0};
+        in.in_place = 1;
+        run_case(ctx, &in);
+    }
+}
+
 /* Outputs written over the inputs they are computed from (y over x, h over residual: fused_add_rms_norm_ as
    inference engines call it), under every kind, add_rmsnorm's sum stored before the reductions and after them:
    each row must be read before it is written, by every thread and every copy engine that reads it (rings filled
@@ -1169,6 +1206,7 @@ int main(int argc, char **argv) {
         run_pipelined(ctx, 1);
         if (props.cc_major >= 9) run_lone_waves(ctx, 1, props.sm_count);
         run_peeled(ctx, 1);
+        if (props.cc_major >= 9) run_peeled_clusters(ctx, 1);
         run_in_place(ctx, 1);
         run_online(ctx, 2);
         run_cols_early(ctx, 1, props.cc_major >= 9);
@@ -1217,6 +1255,7 @@ int main(int argc, char **argv) {
                     }
     run_row_tiers(ctx, quick || sanitize);
     run_peeled(ctx, quick || sanitize);
+    if (props.cc_major >= 9) run_peeled_clusters(ctx, quick || sanitize);
     run_in_place(ctx, quick || sanitize);
     if (props.cc_major >= 9) run_uneven_slices(ctx, quick || sanitize);
     run_pipelined(ctx, quick || sanitize);
