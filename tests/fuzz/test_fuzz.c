@@ -57,7 +57,7 @@ int main(int argc, char **argv) {
     tn_context *ctx = NULL;
     if (tn_context_create(&o, &ctx) != TN_STATUS_OK) return 2;
     int valid = 0, rejected = 0, planned = 0, compiled = 0, carried = 0, failures = 0;
-    int long_rows = 0, long_shared = 0, long_streamed = 0; /* long-row plans compiled, and of which rule */
+    int long_rows = 0, long_shared = 0, long_streamed = 0, long_peeled = 0; /* long-row plans compiled, by rule */
     for (uint64_t s = first; s < first + (uint64_t)seeds; s++) {
         tn_fusion *f = NULL;
         int valid_only = (int)(s % 2);
@@ -130,8 +130,9 @@ int main(int argc, char **argv) {
            whose vectors no cluster divides (uneven slices), and rows two of which fit in shared memory over a
            few rows an SM (heavy fusions' clusters at 2 CTAs an SM): the scheduler's plan compiles without
            spills. */
-        static const int64_t long_shapes[][2] = {{3200, 65536}, {600, 98304}, {1000, 100008}, {512, 24576}};
-        for (int i = 0; i < 4 && s % 16 == 1; i++) {
+        static const int64_t long_shapes[][2] = {{3200, 65536}, {600, 98304}, {1000, 100008}, {512, 24576},
+                                                 {700, 65537}}; /* the last odd: a peeled cluster, where one fits */
+        for (int i = 0; i < (int)(sizeof long_shapes / sizeof long_shapes[0]) && s % 16 == 1; i++) {
             const int64_t lr = long_shapes[i][0], ln = long_shapes[i][1];
             tn_plan_options dflt = {0, NULL, NULL};
             st = tn_plan_create(ctx, f, lr, ln, &dflt, &plan);
@@ -147,6 +148,7 @@ int main(int argc, char **argv) {
             tn_plan_describe(plan, TN_DESCRIBE_JSON, json, sizeof json, NULL);
             long_rows++;
             long_shared += strstr(json, "\"shared_slice\": 1") != NULL;
+            long_peeled += strstr(json, "\"kind\": \"cluster\"") && strstr(json, "\"peel\": 1");
             /* Shared slices that ptxas's spills pushed under 2 CTAs an SM give way to the plan without them, or
                say why they stay (that plan spilled more). */
             const char *bound = strstr(json, "\"ctas_per_sm\": ");
@@ -172,11 +174,11 @@ int main(int argc, char **argv) {
     }
     printf("fuzz: %d seeds, %d valid, %d rejected by the verifier, %d planned, %d compiled (%d again with carry)\n",
            seeds, valid, rejected, planned, compiled, carried);
-    printf("fuzz: %d long-row plans compiled, %d with shared slices, %d streaming the next row\n", long_rows,
-           long_shared, long_streamed);
-    /* Over enough seeds both cluster rules must have been exercised, or this check tests nothing. */
-    if (long_rows >= 20 && (!long_shared || !long_streamed)) {
-        printf("FAIL long rows: no plan took the shared slices or the streamed rows\n");
+    printf("fuzz: %d long-row plans compiled, %d with shared slices, %d streaming the next row, %d peeled clusters\n",
+           long_rows, long_shared, long_streamed, long_peeled);
+    /* Over enough seeds every cluster rule must have been exercised, or this check tests nothing. */
+    if (long_rows >= 20 && (!long_shared || !long_streamed || !long_peeled)) {
+        printf("FAIL long rows: no plan took the shared slices, the streamed rows or the peeled clusters\n");
         failures++;
     }
     printf("%d passed, %d failed\n", seeds - failures, failures);
