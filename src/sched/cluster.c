@@ -845,20 +845,42 @@ static int cluster_pick_quarters(const tn_schedule_request *r, tn_plan_desc *p) 
    access one element wide for the whole row (session 26's audit: rmsnorm 2000 x 65537 over clusters of 4 x 512
    x 33 at vec 1, softmax 2000 x 65537 looped at vec 1), which issue 9 rules out. Returns the cluster size, 0
    (p untouched) where none fits. */
+/* Bytes of the narrowest ROW input's element (the steps of stage_elem_offset); 16 where there is none. */
+static int narrowest_row_input(const tn_analysis *a) {
+    int least = 16;
+    for (int k = 0; k < a->num_stage_inputs; k++) {
+        const int end = k + 1 < a->num_stage_inputs ? a->stage_elem_offset[k + 1] : a->buffer_elem_bytes;
+        if (end - a->stage_elem_offset[k] < least) least = end - a->stage_elem_offset[k];
+    }
+    return least;
+}
+
 static int peeled_cluster(const tn_schedule_request *r, tn_plan_desc *p, int heavy, int few) {
     const tn_analysis *a = r->analysis;
     const int full = 16 / a->min_row_elem_size;
-    /* Rows narrowed by their alignment alone (views that start mid-row) keep their narrower vectors, as
-       measured (uneven slices, few-row clusters). */
-    if (r->no_peel || p->vec >= full || r->cols % full == 0 || r->cols < 4 * full) return 0;
+    /* Only where the row's loads are narrower than 16 bytes: a narrower COL input or f8 output alone narrows vec
+       too (f32 rows beside a bf16 weight, 65540 columns), where the aligned plan's loads are whole already and keep
+       its stages, COL cache and carry. Rows narrowed by their alignment alone (views that start mid-row) keep their
+       narrower vectors, as measured (uneven slices, few-row clusters). */
+    if (r->no_peel || p->vec >= full || p->vec * narrowest_row_input(a) >= 16 || r->cols % full == 0 ||
+        r->cols < 4 * full)
+        return 0;
     tn_plan_desc q = *p;
     q.vec = full;
     q.peel = 1;
     q.align_bytes = 1; /* element alignment: the vectors start at each row's boundary, found at run time */
-    /* At most TN_REG_BATCH_LONG vectors a thread past few rows: a peeled slice's COL vectors load element by
-       element (NVRTC, rmsnorm bf16 2000 x 65537 over 2 CTAs of 256 x 16: 255 registers, one CTA an SM; 512 x 8:
-       126, 16 warps an SM). */
-    const int cl = cluster_pick(r, &q, slice_batch(a, few ? TN_CLUSTER_FEW_BATCH : TN_REG_BATCH_LONG), heavy, few, 0);
+    /* At most TN_REG_BATCH_LONG vectors a thread (shared among the ROW inputs): at the CTAs an SM cluster_pick asks
+       for first (strict), else at one CTA an SM, the smallest cluster; only where none fits, cluster_pick's wider
+       slices. A peeled slice's COL vectors load element by element (NVRTC, rmsnorm bf16 2000 x 65537 over 2 CTAs
+       of 256 x 16: 255 registers, one CTA an SM; 512 x 8: 126, 16 warps an SM; add_rmsnorm 2000 x 99999 took 2 x
+       256 x 25 at 253 registers from the wider slices, 8 x 512 x 4 now). COL inputs of over 4 bytes a column
+       (layernorm's f32 weight and bias) take TN_REG_BATCH_TARGET: 2000 x 65537 with f32 outputs spilled 8 bytes
+       over 2 x 512 x 8. */
+    const int batch = slice_batch(a, a->col_elem_bytes > 4 ? TN_REG_BATCH_TARGET : TN_REG_BATCH_LONG);
+    int cl = cluster_pick(r, &q, batch, heavy, few, 1);
+    for (int c = 2; c <= TN_MAX_CLUSTER && !cl; c *= 2)
+        if (cluster_fit(r, &q, c, batch, 1)) cl = c;
+    if (!cl) cl = cluster_pick(r, &q, batch, heavy, few, 0);
     if (!cl) return 0;
     *p = q;
     tn_why(p, "cluster, peeled: each row split over %d CTAs of %d threads, %d vectors of %d elements each from the "

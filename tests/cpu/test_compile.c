@@ -656,8 +656,9 @@ static void check_one_warp_cluster(tn_context *ctx) {
 /* The scheduler's plan for odd rows too long for one CTA (peeled_cluster): a cluster plan peeled to one 16-byte
    access of the narrowest tensor, compiled without spills; its source finds each row's boundary, cuts the slices
    from it (the last CTA's length a run-time value) and lets the first CTA take the elements outside them. */
-static void compile_peeled_cluster(tn_context *ctx, tn_builtin op, tn_dtype dt, int64_t m, int64_t n, int *count) {
-    tn_builtin_options o = {dt, dt, dt, 0};
+static void compile_peeled_cluster(tn_context *ctx, tn_builtin op, tn_dtype dt, tn_dtype w, int64_t m, int64_t n,
+                                   int *count) {
+    tn_builtin_options o = {dt, w, w, 0};
     tn_fusion *f = NULL;
     tn_plan *plan = NULL;
     tn_plan_options po = {0, NULL, NULL};
@@ -824,12 +825,15 @@ void test_compile(void) {
         compile_prefetch(ctx, (tn_builtin)op, 4096, 131080, &plans);
     }
     /* Odd rows too long for one CTA: peeled clusters, few rows and many, 16- and 32-bit. */
-    static const struct { tn_dtype dt; int64_t m, n; } peeled[] = {
-        {TN_DTYPE_BF16, 2000, 65537}, {TN_DTYPE_BF16, 1, 65537}, {TN_DTYPE_BF16, 64, 100001},
-        {TN_DTYPE_F16, 1000, 131073}, {TN_DTYPE_F32, 512, 65537}, {TN_DTYPE_BF16, 4096, 262145}};
+    static const struct { tn_dtype dt, w; int64_t m, n; } peeled[] = {
+        {TN_DTYPE_BF16, TN_DTYPE_BF16, 2000, 65537}, {TN_DTYPE_BF16, TN_DTYPE_BF16, 1, 65537},
+        {TN_DTYPE_BF16, TN_DTYPE_BF16, 64, 100001}, {TN_DTYPE_F16, TN_DTYPE_F16, 1000, 131073},
+        {TN_DTYPE_F32, TN_DTYPE_F32, 512, 65537}, {TN_DTYPE_BF16, TN_DTYPE_BF16, 4096, 262145},
+        {TN_DTYPE_BF16, TN_DTYPE_F32, 2000, 65537}, {TN_DTYPE_BF16, TN_DTYPE_F32, 64, 131073},
+        {TN_DTYPE_BF16, TN_DTYPE_BF16, 2000, 99999}};
     for (int op = 0; op < TN_BUILTIN_COUNT; op++)
         for (size_t i = 0; i < sizeof peeled / sizeof peeled[0]; i++)
-            compile_peeled_cluster(ctx, (tn_builtin)op, peeled[i].dt, peeled[i].m, peeled[i].n, &plans);
+            compile_peeled_cluster(ctx, (tn_builtin)op, peeled[i].dt, peeled[i].w, peeled[i].m, peeled[i].n, &plans);
     compile_carry(ctx, TN_DTYPE_BF16, 4096, 131080, "cluster", &plans);
     check_uneven_source(ctx);
     for (int op = 0; op < TN_BUILTIN_COUNT; op++) {

@@ -1843,8 +1843,29 @@ static void test_peeled_clusters(tn_context *ctx) {
     bad.cols = 121; /* slices of 2 of its 15 vectors, 14 at the latest boundary: none left for the last of 8 CTAs */
     bad.cluster = 8;
     bad.grid = 8;
-    CHECK(!tn_plan_desc_check(&bad, &a, &d, 1, err, sizeof err), "peel over 8 CTAs at 71 columns: refused");
+    CHECK(!tn_plan_desc_check(&bad, &a, &d, 1, err, sizeof err) && strstr(err, "too few for the last"),
+          "peel over 8 CTAs at 121 columns: refused: %s", err);
     tn_fusion_destroy(f);
+    /* Where the row's loads are whole 16-byte vectors already and only a narrower COL input or an f8 output
+       narrows vec, the cluster keeps the aligned plan (its COL cache, carry): f32 rows beside a bf16 weight at
+       65540 columns, bf16 rows to an f8 output at 65544. */
+    tn_builtin_options mixed = {TN_DTYPE_F32, TN_DTYPE_BF16, TN_DTYPE_F32, 0}, f8 = {TN_DTYPE_BF16, TN_DTYPE_BF16,
+                                                                                    TN_DTYPE_F8E4M3, 0};
+    const struct { tn_builtin op; const tn_builtin_options *o; int64_t rows, cols; } whole[] = {
+        {TN_BUILTIN_RMSNORM, &mixed, 64, 65540}, {TN_BUILTIN_LAYERNORM, &mixed, 2000, 131076},
+        {TN_BUILTIN_SOFTMAX, &f8, 2000, 65544}, {TN_BUILTIN_RMSNORM, &f8, 3, 98312}};
+    for (size_t i = 0; i < sizeof whole / sizeof whole[0]; i++) {
+        tn_fusion *g = NULL;
+        tn_fusion_builtin(ctx, whole[i].op, whole[i].o, &g);
+        tn_analysis b;
+        tn_analyze(g, &b);
+        tn_schedule_request req = {&b, whole[i].rows, whole[i].cols, 16, -1, &d};
+        CHECK(tn_schedule(&req, &p, err, sizeof err) && !p.peel &&
+                  p.vec * (int)tn_dtype_size(whole[i].o->input_dtype) >= 16,
+              "%s %lldx%lld: rows in whole vectors, not peeled: %s", tn_builtin_name(whole[i].op),
+              (long long)whole[i].rows, (long long)whole[i].cols, p.why);
+        tn_fusion_destroy(g);
+    }
     printf("sched peeled clusters: %lld index maps, %d plans\n", maps, peeled);
 }
 
