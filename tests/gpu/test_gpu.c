@@ -1385,8 +1385,9 @@ int main(int argc, char **argv) {
                         run_case(ctx, &c);
                     }
                 }
-        /* The cluster plan over long rows and few rows: N in {4096, 65536, 65537 (refused: odd), 131072,
-           262144} x M in {1, 3, 64, 1000}, every op, bf16 and (where a slice fits) f16 and f32. */
+        /* The cluster plan over long rows and few rows: N in {4096, 65536, 65537 (forced: one-element vectors; the
+           scheduler's own plan peels, run_peeled_clusters), 131072, 262144} x M in {1, 3, 64, 1000}, every op, bf16
+           and (where a slice fits) f16 and f32. */
         const int64_t ccols[] = {4096, 65536, 65537, 131072, 262144};
         const int64_t crows[] = {1, 3, 64, 1000};
         for (int op = 0; op < TN_BUILTIN_COUNT; op++)
