@@ -1014,8 +1014,15 @@ static void cluster_open(gen *g) {
                             "            const long long next = g + gridDim.x / CL;\n");
     for (int k = 0; k < g->a->num_stage_inputs; k++) {
         const tn_node *n = &g->f->nodes[g->a->stage_inputs[k]];
-        tn_strbuf_printf(g->sb, "            tn_prefetch_l2(in%d + next * in%d_ld + (long long)VB * V, NVL * V * %du);\n",
-                         n->io_index, n->io_index, (int)tn_dtype_size(n->dtype));
+        const int size = (int)tn_dtype_size(n->dtype);
+        if (g->p->peel) /* the next row's head is unknown here: the slice and a vector past it, whole 16-byte units */
+            tn_strbuf_printf(g->sb, "            tn_prefetch_l2_span<%lluull>(in%d + next * in%d_ld + (long long)VB * V, "
+                                    "(N - VB * V < (NVC + 1) * V ? N - VB * V : (NVC + 1) * V) * %du);\n",
+                             (unsigned long long)(slice_vectors(g) + 1) * g->p->vec * size, n->io_index, n->io_index,
+                             size);
+        else
+            tn_strbuf_printf(g->sb, "            tn_prefetch_l2(in%d + next * in%d_ld + (long long)VB * V, NVL * V * %du);\n",
+                             n->io_index, n->io_index, size);
     }
     tn_strbuf_append(g->sb, "        }\n");
 }

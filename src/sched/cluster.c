@@ -839,9 +839,10 @@ static int cluster_pick_quarters(const tn_schedule_request *r, tn_plan_desc *p) 
    tensor (odd N): split over a cluster as cluster_pick splits an aligned row,
    peeled (plan field peel, as the register plan does for shorter rows): each row's vectors from its first 16-byte
    boundary, cut into the same slices, the last CTA's the rest, and the at most 2 vec - 2 elements outside them
-   taken one a thread by the first CTA. In registers only, as the stages' bulk copies, the L2 prefetch and the
-   COL cache are sized by a slice's place in an aligned row; so without carry (the outside elements have no
-   slots): heavy fusions evaluate their special functions again in the later phase. The alternative is every
+   taken one a thread by the first CTA. In registers only, as the stages' bulk copies and the COL cache are sized
+   by a slice's place in an aligned row; without carry (the outside elements have no slots): heavy fusions
+   evaluate their special functions again in the later phase; without the L2 prefetch of the next row (tune's
+   candidates have it, untimed). The alternative is every
    access one element wide for the whole row (session 26's audit: rmsnorm 2000 x 65537 over clusters of 4 x 512
    x 33 at vec 1, softmax 2000 x 65537 looped at vec 1), which issue 9 rules out. Returns the cluster size, 0
    (p untouched) where none fits. */
@@ -1087,7 +1088,7 @@ int tn_check_cluster(const tn_plan_desc *p, const tn_analysis *a, const tn_devic
     if (p->grid > p->rows * p->cluster)
         REJECT("plan: grid %lld is more than a cluster of %d for each of the %lld rows", (long long)p->grid, p->cluster,
                (long long)p->rows);
-    if (p->prefetch && !cluster_prefetch_ok(p, a))
+    if (p->prefetch && !p->peel && !cluster_prefetch_ok(p, a))
         REJECT("plan: prefetch needs 16-byte aligned rows and 16-byte vectors of every row input (align_bytes %d, "
                "vec %d)", p->align_bytes, p->vec);
     if (p->shared_slice && p->stages != 1)
@@ -1212,8 +1213,8 @@ int tn_candidates_cluster(const tn_schedule_request *r, const tn_plan_desc *base
             }
         }
     /* Rows whose vec the length narrowed (odd N): every cluster size again peeled (peeled_cluster's
-       vectors from each row's first 16-byte boundary), the slices in registers, as persistent clusters and as a
-       cluster a row in waves. */
+       vectors from each row's first 16-byte boundary), the slices in registers, as persistent clusters (also
+       prefetching the next row's slices into L2, untimed) and as a cluster a row in waves. */
     const int full = 16 / r->analysis->min_row_elem_size;
     for (int cl = 2; cl <= TN_MAX_CLUSTER && !r->no_peel && r->cols % full && r->cols >= 4 * full; cl *= 2)
         for (int t = 32; t <= 1024 && n < cap; t *= 2) {
@@ -1225,6 +1226,11 @@ int tn_candidates_cluster(const tn_schedule_request *r, const tn_plan_desc *base
             q.grid = base->rows * cl;
             q.ctas_per_sm = slice_ctas_an_sm(r, &p) >= 2 ? (int)slice_ctas_an_sm(r, &p) : 0;
             if (n < cap && q.grid != p.grid && q.grid <= 0x7fffffff) out[n++] = q;
+            /* ... and the persistent clusters with the L2 prefetch of each CTA's slice of its next row (the
+               slice and a vector past it: the row's head is not known before it is loaded). */
+            q = p;
+            q.prefetch = 1;
+            if (n < cap && tn_plan_grid_loops(&q)) out[n++] = q;
         }
     /* Rows whose re-read inputs take 128 KiB or more (l2_slice_shape): every cluster size again with the slices
        left in global memory, each phase streaming its slice from L2 (l2_slice; the scheduler's only past what a

@@ -252,10 +252,11 @@ int64_t tn_plan_l2_resident_rows(const tn_analysis *a, const tn_device_props *d,
 }
 
 /* A peeled row's vectors start at its own first 16-byte boundary, found at run time: the plans that load them
-   with plain vector loads (no bulk copy, prefetch or cache sized by a slice's place in the row). */
+   with plain vector loads (no bulk copy or cache sized by a slice's place in the row; a peeled cluster's L2
+   prefetch takes the whole 16-byte units of its slice and a vector past it). */
 int tn_plan_peel_kind(const tn_plan_desc *p) {
-    return p->kind == TN_PLAN_REGISTER || (p->kind == TN_PLAN_CLUSTER && !p->stages && !p->shared_slice &&
-                                           !p->col_cache && !p->prefetch && !p->l2_slice);
+    return p->kind == TN_PLAN_REGISTER ||
+           (p->kind == TN_PLAN_CLUSTER && !p->stages && !p->shared_slice && !p->col_cache && !p->l2_slice);
 }
 
 int tn_plan_early_l2_kind(const tn_plan_desc *p) { return p->kind == TN_PLAN_REGISTER || p->kind == TN_PLAN_CLUSTER; }
@@ -360,7 +361,7 @@ int tn_plan_desc_check(const tn_plan_desc *p, const tn_analysis *a, const tn_dev
                          p->vec * a->min_row_elem_size != 16 || p->threads_per_row < 2 * p->vec - 2 ||
                          p->cols < p->vec))
         REJECT("plan: peel %d must be 0, or 1 in a register plan or a cluster plan whose slice is in registers (no "
-               "stages, col_cache, prefetch or l2_slice), without carry, whose vec %d is one 16-byte access of the "
+               "stages, col_cache or l2_slice), without carry, whose vec %d is one 16-byte access of the "
                "narrowest tensor (%d bytes), at most cols %lld, and whose threads_per_row %d take the 2 vec - 2 "
                "elements outside the vectors", p->peel, p->vec, a->min_row_elem_size, (long long)p->cols,
                p->threads_per_row);

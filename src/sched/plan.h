@@ -112,7 +112,7 @@ int64_t tn_plan_l2_resident_rows(const tn_analysis *a, const tn_device_props *d,
 int tn_plan_online_kind(const tn_plan_desc *p);
 /* Whether p's kind and fields let it peel (plan field `peel`: vectors from each row's first 16-byte boundary, found
    at run time): register plans and cluster plans whose slice is loaded into registers by plain vector loads (no
-   stages, col_cache, prefetch or l2_slice). */
+   stages, col_cache or l2_slice). */
 int tn_plan_peel_kind(const tn_plan_desc *p);
 /* Whether p's kind lets it prefetch its first row group before the PDL wait (plan field `early_l2`): register and
    cluster plans. */

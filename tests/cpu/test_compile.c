@@ -675,6 +675,26 @@ static void compile_peeled_cluster(tn_context *ctx, tn_builtin op, tn_dtype dt, 
           "peeled %s %s %lldx%lld: a peeled cluster plan without spills (%d bytes): %s", tn_builtin_name(op),
           tn_dtype_name(dt), (long long)m, (long long)n, r.spill_store_bytes, json ? json : "(none)");
     *count += plan != NULL;
+    /* The same plan with the L2 prefetch of each CTA's slice of its next row (tune's candidate), replayed: whole
+       16-byte units of the slice and a vector past it (tn_prefetch_l2_span), no spills. */
+    char *at = json ? strstr(json, "\"prefetch\": 0") : NULL;
+    if (at && m > 512) {
+        at[strlen("\"prefetch\": ")] = '1';
+        tn_plan *again = NULL;
+        tn_plan_options replay = {0, json, NULL};
+        CHECK(tn_plan_create(ctx, f, m, n, &replay, &again) == TN_STATUS_OK, "peeled prefetch %s %lldx%lld: %s",
+              tn_builtin_name(op), (long long)m, (long long)n, tn_context_last_error(ctx));
+        char *src2 = again ? test_describe(again, TN_DESCRIBE_SOURCE) : NULL;
+        tn_resources r2 = {0};
+        if (again) tn_plan_resources(again, &r2);
+        CHECK(src2 && strstr(src2, "tn_prefetch_l2_span<") && strstr(src2, "(in0 + next * in0_ld + (long long)VB * V, (N - VB") &&
+                  r2.spill_store_bytes == 0 && r2.stack_bytes == 0,
+              "peeled prefetch %s %s %lldx%lld: the next row's slice prefetched by spans, %d spill bytes",
+              tn_builtin_name(op), tn_dtype_name(dt), (long long)m, (long long)n, r2.spill_store_bytes);
+        *count += again != NULL;
+        free(src2);
+        tn_plan_destroy(again);
+    }
     free(json);
     free(src);
     tn_plan_destroy(plan);

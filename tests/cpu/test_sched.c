@@ -13,11 +13,12 @@ static void check_invariants(const tn_plan_desc *p, const tn_analysis *a, const 
     char err[320];
     CHECK(tn_plan_desc_check(p, a, d, align, err, sizeof err), "%s: %s", what, err);
     CHECK(p->cols % p->vec == 0 || p->peel, "%s: vec %d does not divide N", what, p->vec);
-    /* Peeled: a register plan, or a cluster plan whose slices are loaded into registers (no stages, COL cache,
-       prefetch or L2 slices), of one 16-byte access of the narrowest tensor, enough threads for the elements
-       outside the vectors, no carry; only where the plain vector would be narrower. */
+    /* Peeled: a register plan, or a cluster plan whose slices are loaded into registers (no stages, COL cache or
+       L2 slices; the L2 prefetch only in tune's candidates), of one 16-byte access of the narrowest tensor, enough
+       threads for the elements outside the vectors, no carry; only where the plain vector would be narrower. */
     CHECK(!p->peel || (tn_plan_peel_kind(p) && (p->kind == TN_PLAN_REGISTER || p->kind == TN_PLAN_CLUSTER) &&
-                       !p->stages && !p->col_cache && !p->prefetch && !p->l2_slice && !p->shared_slice &&
+                       !p->stages && !p->col_cache && (!p->prefetch || strstr(what, "candidate")) && !p->l2_slice &&
+                       !p->shared_slice &&
                        p->vec * a->min_row_elem_size == 16 && !p->carry &&
                        p->threads_per_row >= 2 * p->vec - 2 && p->align_bytes == 1 &&
                        (p->cols % p->vec || align < 16 || strstr(what, "candidate"))),
@@ -1845,6 +1846,19 @@ static void test_peeled_clusters(tn_context *ctx) {
     bad.grid = 8;
     CHECK(!tn_plan_desc_check(&bad, &a, &d, 1, err, sizeof err) && strstr(err, "too few for the last"),
           "peel over 8 CTAs at 121 columns: refused: %s", err);
+    /* tune's candidates hold peeled clusters, persistent with the next row's L2 prefetch among them, each a valid
+       plan. */
+    static tn_plan_desc cands[512];
+    const int nc = tn_schedule_candidates(&odd, cands, 512);
+    int peeled_cands = 0, peeled_prefetch = 0;
+    for (int i = 0; i < nc; i++) {
+        if (cands[i].kind != TN_PLAN_CLUSTER || !cands[i].peel) continue;
+        check_invariants(&cands[i], &a, &d, 16, "peeled candidate of layernorm 2000x65537");
+        peeled_cands++;
+        peeled_prefetch += cands[i].prefetch && tn_plan_grid_loops(&cands[i]);
+    }
+    CHECK(peeled_cands >= 8 && peeled_prefetch >= 2, "layernorm 2000x65537: %d peeled candidates, %d prefetching",
+          peeled_cands, peeled_prefetch);
     tn_fusion_destroy(f);
     /* Where the row's loads are whole 16-byte vectors already and only a narrower COL input or an f8 output
        narrows vec, the cluster keeps the aligned plan (its COL cache, carry): f32 rows beside a bf16 weight at

@@ -348,7 +348,7 @@ static void run_peeled(tn_context *ctx, int quick) {
 /* Peeled clusters (odd rows too long for one CTA, peeled_cluster): the scheduler's plan, which must peel, over
    few rows and many; then every tensor shifted by the widest element (each row at another head), the outputs alone
    shifted (the tensors disagree: the unpeeled plan beside it runs), rows padded by an odd number of elements,
-   in place, f16 with statistics, f32, f32 weight and outputs beside bf16 rows, an f8 output. */
+   in place, f16 with statistics, f32, f32 weight and outputs beside bf16 rows, an f8 output, the L2 prefetch. */
 static void run_peeled_clusters(tn_context *ctx, int quick) {
     static const int64_t shapes[][2] = {{1, 65537}, {3, 100001}, {64, 65537}, {1000, 65537}, {257, 131073},
                                         {2000, 65538}};
@@ -379,6 +379,10 @@ static void run_peeled_clusters(tn_context *ctx, int quick) {
         gpu_case in = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 1000, 65537, NULL, 0, 0};
         in.in_place = 1;
         run_case(ctx, &in);
+        /* tune's persistent peeled clusters with the next row's L2 prefetch (spans of whole 16-byte units). */
+        gpu_case pf = {(tn_builtin)op, TN_DTYPE_BF16, TN_DTYPE_BF16, TN_DTYPE_BF16, 0, 2000, 99999, NULL, 0, 0, "prefetch"};
+        pf.sched_has = "\"peel\": 1";
+        run_case(ctx, &pf);
     }
 }
 
