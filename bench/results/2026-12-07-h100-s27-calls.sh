@@ -29,6 +29,9 @@ for a in "rmsnorm --rows 2000 --cols 65536" "softmax --rows 2000 --cols 65536" "
   echo "$a: $($T run --op $a | grep -E ' time:' | cut -c1-160)"
 done
 timeout 60 compute-sanitizer --tool memcheck --print-limit 5 $T run --op layernorm --rows 5 --cols 65537 2>&1 | grep -E "ERROR SUMMARY|check|rror" | head -5
+# tune at a many-row odd shape: the peeled clusters, persistent, in waves, and prefetching the next row's slices.
+timeout 70 $T tune --op layernorm --rows 2000 --cols 99999 > "$OUT/tune-peel.log" 2>&1; head -12 "$OUT/tune-peel.log" | cut -c1-200
+grep -E "scheduler|^regret" "$OUT/tune-peel.log" | cut -c1-200
 S=(layernorm:bf16:4096x1024 layernorm:bf16:4096x512 layernorm:bf16:16384x512 layernorm:bf16:4096x2048 rmsnorm:bf16:16384x512
    layernorm:bf16:512x512 rmsnorm:bf16:1x4096 add_rmsnorm:bf16:512x512 add_rmsnorm:bf16:96x12288 layernorm:bf16:1000x1024
    rmsnorm:bf16:700x2048 add_rmsnorm:bf16:600x4096 layernorm:bf16:400x1536 rmsnorm:bf16:2000x4096)
