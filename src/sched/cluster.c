@@ -835,17 +835,6 @@ static int cluster_pick_quarters(const tn_schedule_request *r, tn_plan_desc *p) 
     return 0;
 }
 
-/* Rows too long for one CTA's registers whose length leaves vec below one 16-byte access of the narrowest
-   tensor (odd N): split over a cluster as cluster_pick splits an aligned row,
-   peeled (plan field peel, as the register plan does for shorter rows): each row's vectors from its first 16-byte
-   boundary, cut into the same slices, the last CTA's the rest, and the at most 2 vec - 2 elements outside them
-   taken one a thread by the first CTA. In registers only, as the stages' bulk copies and the COL cache are sized
-   by a slice's place in an aligned row; without carry (the outside elements have no slots): heavy fusions
-   evaluate their special functions again in the later phase; without the L2 prefetch of the next row (tune's
-   candidates have it, untimed). The alternative is every
-   access one element wide for the whole row (session 26's audit: rmsnorm 2000 x 65537 over clusters of 4 x 512
-   x 33 at vec 1, softmax 2000 x 65537 looped at vec 1), which issue 9 rules out. Returns the cluster size, 0
-   (p untouched) where none fits. */
 /* Bytes of the narrowest ROW input's element (the steps of stage_elem_offset); 16 where there is none. */
 static int narrowest_row_input(const tn_analysis *a) {
     int least = 16;
@@ -856,20 +845,32 @@ static int narrowest_row_input(const tn_analysis *a) {
     return least;
 }
 
+/* The vector of one 16-byte access of the narrowest tensor where the row's length alone leaves vec below it (odd
+   N) and a peeled row would hold 4 or more of them; 0 where the request may not peel or the length divides. */
+static int odd_row_width(const tn_schedule_request *r) {
+    const int full = 16 / r->analysis->min_row_elem_size;
+    return !r->no_peel && r->cols % full && r->cols >= 4 * full ? full : 0;
+}
+
+/* Rows too long for one CTA's registers whose length leaves vec below one 16-byte access of the narrowest
+   tensor (odd N): split over a cluster as cluster_pick splits an aligned row, peeled (plan field peel, as the
+   register plan does for shorter rows): each row's vectors from its first 16-byte boundary, cut into the same
+   slices, the last CTA's the rest, and the at most 2 vec - 2 elements outside them taken one a thread by the
+   first CTA. In registers only, as the stages' bulk copies and the COL cache are sized by a slice's place in an
+   aligned row; without carry (the outside elements have no slots): heavy fusions evaluate their special
+   functions again in the later phase; without the L2 prefetch of the next row (tune's candidates have it,
+   untimed). The alternative is every access one element wide for the whole row (session 26's audit: rmsnorm
+   2000 x 65537 over clusters of 4 x 512 x 33 at vec 1, softmax 2000 x 65537 looped at vec 1), which issue 9
+   rules out. Returns the cluster size, 0 (p untouched) where none fits. */
 static int peeled_cluster(const tn_schedule_request *r, tn_plan_desc *p, int heavy, int few) {
     const tn_analysis *a = r->analysis;
-    const int full = 16 / a->min_row_elem_size;
+    const int full = odd_row_width(r);
     /* Only where the row's loads are narrower than 16 bytes: a narrower COL input or f8 output alone narrows vec
        too (f32 rows beside a bf16 weight, 65540 columns), where the aligned plan's loads are whole already and keep
        its stages, COL cache and carry. Rows narrowed by their alignment alone (views that start mid-row) keep their
        narrower vectors, as measured (uneven slices, few-row clusters). */
-    if (r->no_peel || p->vec >= full || p->vec * narrowest_row_input(a) >= 16 || r->cols % full == 0 ||
-        r->cols < 4 * full)
-        return 0;
-    tn_plan_desc q = *p;
-    q.vec = full;
-    q.peel = 1;
-    q.align_bytes = 1; /* element alignment: the vectors start at each row's boundary, found at run time */
+    if (!full || p->vec >= full || p->vec * narrowest_row_input(a) >= 16) return 0;
+    tn_plan_desc q = peeled(p, full);
     /* At most TN_REG_BATCH_LONG vectors a thread (shared among the ROW inputs): at the CTAs an SM cluster_pick asks
        for first (strict), else at one CTA an SM, the smallest cluster; only where none fits, cluster_pick's wider
        slices. A peeled slice's COL vectors load element by element (NVRTC, rmsnorm bf16 2000 x 65537 over 2 CTAs
@@ -1215,16 +1216,16 @@ int tn_candidates_cluster(const tn_schedule_request *r, const tn_plan_desc *base
     /* Rows whose vec the length narrowed (odd N): every cluster size again peeled (peeled_cluster's
        vectors from each row's first 16-byte boundary), the slices in registers, as persistent clusters (also
        prefetching the next row's slices into L2, untimed) and as a cluster a row in waves. */
-    const int full = 16 / r->analysis->min_row_elem_size;
-    for (int cl = 2; cl <= TN_MAX_CLUSTER && !r->no_peel && r->cols % full && r->cols >= 4 * full; cl *= 2)
+    const int full = odd_row_width(r);
+    for (int cl = 2; cl <= TN_MAX_CLUSTER && full; cl *= 2)
         for (int t = 32; t <= 1024 && n < cap; t *= 2) {
-            tn_plan_desc p = *base;
-            p.vec = full, p.peel = 1, p.align_bytes = 1;
+            tn_plan_desc p = peeled(base, full);
             if (ceil_div(tn_cluster_slice_vectors(p.cols / p.vec, cl), t) > 32 || !cluster_shape(r, &p, cl, t)) continue;
             out[n++] = p;
             tn_plan_desc q = p;
+            const int64_t per_sm = slice_ctas_an_sm(r, &p);
             q.grid = base->rows * cl;
-            q.ctas_per_sm = slice_ctas_an_sm(r, &p) >= 2 ? (int)slice_ctas_an_sm(r, &p) : 0;
+            q.ctas_per_sm = per_sm >= 2 ? (int)per_sm : 0;
             if (n < cap && q.grid != p.grid && q.grid <= 0x7fffffff) out[n++] = q;
             /* ... and the persistent clusters with the L2 prefetch of each CTA's slice of its next row (the
                slice and a vector past it: the row's head is not known before it is loaded). */

@@ -91,15 +91,6 @@ static int peel_vec(const tn_schedule_request *r, const tn_plan_desc *p) {
 static int schedule_register_vec(const tn_schedule_request *r, tn_plan_desc *p, int min_t, int pipelines, char *err,
                                  size_t cap);
 
-/* p peeled at vec `full` (one 16-byte access of the narrowest tensor): element alignment is enough. */
-static tn_plan_desc peeled(const tn_plan_desc *p, int full) {
-    tn_plan_desc q = *p;
-    q.vec = full;
-    q.peel = 1;
-    q.align_bytes = 1;
-    return q;
-}
-
 /* The register plan, as other kinds weigh it (pipelines 0: one row group a CTA) or as the kind table takes it. */
 static int schedule_register(const tn_schedule_request *r, tn_plan_desc *p, int pipelines, char *err, size_t cap) {
     const int full = peel_vec(r, p);

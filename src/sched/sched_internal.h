@@ -17,6 +17,16 @@ static inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 #define REJECT(...) return snprintf(err, cap, __VA_ARGS__), 0
 
+/* p peeled at vec `full` (one 16-byte access of the narrowest tensor, from each row's first 16-byte boundary):
+   element alignment is enough. */
+static inline tn_plan_desc peeled(const tn_plan_desc *p, int full) {
+    tn_plan_desc q = *p;
+    q.vec = full;
+    q.peel = 1;
+    q.align_bytes = 1;
+    return q;
+}
+
 /* Whether the request passes over a kind (its plan spilled for this fusion). */
 static inline int avoided(const tn_schedule_request *r, tn_plan_kind kind) { return (r->avoid >> kind) & 1u; }
 
