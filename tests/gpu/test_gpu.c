@@ -1054,7 +1054,8 @@ static void check_clusters_placed(tn_context *ctx) {
             long long grid;
             int cl;
             grid_of(json, &grid, &cl);
-            const int passed_over = strstr(json, "passed over") != NULL;
+            /* ... or stream them by design (few_rows_stream, session 25: clusters that loop over the rows). */
+            const int passed_over = strstr(json, "passed over") != NULL || strstr(json, "few rows streamed") != NULL;
             /* 40 rows of 65536 of a one-level fusion take clusters of 8 (balance_many_rows), or say why not. */
             const int one_level = op == TN_BUILTIN_RMSNORM || op == TN_BUILTIN_ADD_RMSNORM;
             const int balanced = !(one_level && shapes[i][0] == 40 && shapes[i][1] == 65536) || cl == 8 || passed_over;
