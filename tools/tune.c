@@ -4,8 +4,9 @@
    fastest first, with the scheduler's own choice marked and its regret (its
    time over the best). What the heuristics are measured against.
    Timing in two passes: every candidate with a short screen (3 replays), then
-   the fastest few and the scheduler's own again with the full method; the
-   regret compares full timings only. */
+   the fastest few and the scheduler's own again with the full method, twice
+   (forward, then in reverse order; the faster kept); the regret compares full
+   timings only. */
 #include "tune.h"
 
 #include <pthread.h>
@@ -122,15 +123,25 @@ int tn_tune(tn_context *ctx, const tn_fusion *f, int64_t rows, int64_t cols, con
             c->us = t.us, c->passed = 1;
     }
     qsort(cands, (size_t)n, sizeof cands[0], by_time);
-    for (int i = 0; i < n; i++) {
-        candidate *c = &cands[i];
-        tn_timing t;
-        if (c->passed && (i < CONFIRM_TOP || c->chosen)) {
-            if (tn_gpu_time(c->plan, params, &t) == TN_STATUS_OK) c->us = t.us, c->confirmed = 1;
-            else snprintf(c->error, sizeof c->error, "time: %s", tn_context_last_error(ctx)), c->passed = 0;
+    /* The confirm pass in two rounds, the second in reverse order, each candidate's faster time kept: a timing
+       right after another plan's can run slow (bench/'s two passes showed it), and one round would favour
+       whichever plans come late in it. */
+    int confirm[CONFIRM_TOP + 1], nc = 0;
+    for (int i = 0; i < n; i++)
+        if (cands[i].passed && (i < CONFIRM_TOP || cands[i].chosen)) confirm[nc++] = i;
+    for (int round = 0; round < 2; round++)
+        for (int k = 0; k < nc; k++) {
+            candidate *c = &cands[confirm[round ? nc - 1 - k : k]];
+            tn_timing t;
+            if (!c->passed) continue;
+            if (tn_gpu_time(c->plan, params, &t) != TN_STATUS_OK)
+                snprintf(c->error, sizeof c->error, "time: %s", tn_context_last_error(ctx)), c->passed = 0;
+            else if (!c->confirmed || t.us < c->us)
+                c->us = t.us, c->confirmed = 1;
         }
-        tn_plan_destroy(c->plan);
-        c->plan = NULL;
+    for (int i = 0; i < n; i++) {
+        tn_plan_destroy(cands[i].plan);
+        cands[i].plan = NULL;
     }
     qsort(cands, (size_t)n, sizeof cands[0], by_time);
     printf("%-9s %5s %7s %5s %6s %7s %6s %6s %6s %7s %3s %3s %3s %3s %3s %3s %3s %3s %3s %3s %3s %3s %3s %8s %10s %10s\n", "kind",
