@@ -24,7 +24,10 @@ CAP=60 bash bench/ab_code.sh devs/trialP2 "${P[@]}" > "$OUT/ab-trialP2.log" 2>&1
 F=(layernorm:bf16:1x8192 layernorm:bf16:8x8192 layernorm:bf16:32x8192 layernorm:bf16:1x6144 softmax:bf16:1x8192
    softmax:bf16:8x8192 softmax:bf16:20x6144 layernorm:f16:4x8192 softmax:bf16:33x8192)
 [ "$(left)" -gt 60 ] && CAP=50 bash bench/ab_code.sh devs/trialT "${F[@]}" > "$OUT/ab-trialT.log" 2>&1; cat "$OUT/ab-trialT.log" 2>/dev/null
-[ "$(left)" -gt 60 ] && CAP=$(( $(left) - 10 )) bash bench/ab_code.sh devs/trialP1 "${P[@]}" > "$OUT/ab-trialP1.log" 2>&1; cat "$OUT/ab-trialP1.log" 2>/dev/null
-echo "done at $(( $(date +%s) - start )) s"
+[ "$(left)" -gt 60 ] && CAP=50 bash bench/ab_code.sh devs/trialP1 "${P[@]}" > "$OUT/ab-trialP1.log" 2>&1; cat "$OUT/ab-trialP1.log" 2>/dev/null
 [ "$(left)" -gt 45 ] && timeout 40 $T tune --op rmsnorm --rows 1 --cols 4096 > "$OUT/tune-1x4096.log" 2>&1; head -14 "$OUT/tune-1x4096.log" 2>/dev/null | cut -c1-200; grep -E "scheduler|^regret" "$OUT/tune-1x4096.log" 2>/dev/null | cut -c1-200
+# Session 28's trialE (OLD): rows read once into registers with L2 evict_first loads that skip L1, at shapes near the copy ceiling.
+E=(rmsnorm:bf16:16384x4096 rmsnorm:bf16:16384x8192 add_rmsnorm:bf16:16384x4096 rmsnorm:bf16:65536x1024 layernorm:bf16:16384x2048
+   rmsnorm:bf16:4096x4096 softmax:bf16:16384x4096 add_rmsnorm:bf16:65536x512)
+[ "$(left)" -gt 50 ] && CAP=$(( $(left) - 5 )) bash bench/ab_code.sh devs/trialE "${E[@]}" > "$OUT/ab-trialE.log" 2>&1; cat "$OUT/ab-trialE.log" 2>/dev/null
 echo "all done at $(( $(date +%s) - start )) s"
